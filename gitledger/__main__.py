@@ -1,0 +1,3 @@
+from gitledger.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""The ``gitledger`` command line: thin commands that parse, call the core and print.
+
+Every command module registers itself on :data:`app`. Heavy modules (PyGithub, the benchmarks) are
+imported inside the commands that need them so that ``run-step`` on a done key starts fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from gitledger.cli import app as _app_module
+from gitledger.cli import keys as _keys  # noqa: F401  (registers commands)
+from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+
+app = _app_module.app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the exit code. Errors become one line on stderr."""
+    import typer.main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="gitledger", standalone_mode=False)
+    except GitledgerError as exc:
+        print(f"gitledger: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gitledger: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        # click's usage errors (vendored by typer) carry format_message() and exit_code.
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            hint = ""
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                hint = f" (see '{ctx.command_path} --help')"
+            print(f"gitledger: {exc.format_message()}{hint}", file=sys.stderr)
+            return int(exc.exit_code) if exc.exit_code else EXIT_USAGE
+        if type(exc).__name__ == "Abort":
+            print("gitledger: aborted", file=sys.stderr)
+            return EXIT_ERROR
+        raise
+    return result if isinstance(result, int) else 0

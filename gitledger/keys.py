@@ -1,0 +1,232 @@
+"""Stable idempotency keys and the names derived from them.
+
+A key is a pure function of (task id, step name, content): the same inputs give the same key in any
+process, on any machine, after any restart. It is never random and never time based.
+
+``digest = sha256(canonical encoding of ("gitledger/1", task, step, content kind, content))``
+
+and the key is ``<task-slug>.<step-slug>.<first 24 hex digits of the digest>``. The slugs only make the
+key readable; the digest alone makes it unique (the full task and step text is hashed). Content is one
+of: text (``--content``), a file's bytes (``--content-file``; the same bytes as the text give the same
+key), or named arguments encoded as canonical JSON (sorted keys, no whitespace), so argument order
+never changes the key.
+
+Derived names, all deterministic from the key:
+
+- branch: ``<branch prefix><task-slug>/<step-slug>-<digest[:12]>`` (valid for ``git check-ref-format``)
+- label: ``<label prefix><digest[:24]>`` (GitHub allows 50 characters; at least 16 hex digits are kept)
+- trailer: ``Gitledger-Key: <key>``
+- marker: ``<!-- gitledger:<key> -->`` for PR bodies and comments
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gitledger.errors import UsageError
+
+SCHEME = "gitledger/1"
+KEY_DIGEST_LEN = 24
+BRANCH_DIGEST_LEN = 12
+MIN_LABEL_DIGEST = 16
+MAX_LABEL_LEN = 50
+MAX_NAME_LEN = 1024
+SLUG_LEN = 32
+DEFAULT_BRANCH_PREFIX = "gitledger/"
+DEFAULT_LABEL_PREFIX = "gitledger:"
+TRAILER_TOKEN = "Gitledger-Key"
+
+KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*\.[a-z0-9][a-z0-9_-]*\.[0-9a-f]{24}$")
+_SLUG_DROP = re.compile(r"[^a-z0-9_]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def validate_name(value: str, what: str) -> str:
+    """Reject empty names and control characters; return the name unchanged otherwise."""
+    if not value or not value.strip():
+        raise UsageError(f"{what} must not be empty; pass a stable, human-chosen {what} name")
+    if _CONTROL.search(value):
+        raise UsageError(f"{what} {value!r} contains a control character; use printable text only")
+    if len(value) > MAX_NAME_LEN:
+        raise UsageError(f"{what} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
+    return value
+
+
+def slug(value: str, fallback: str) -> str:
+    """A short lowercase ASCII slug for humans; never used for uniqueness."""
+    ascii_text = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
+    text = _SLUG_DROP.sub("-", ascii_text.lower()).strip("-_")
+    text = text[:SLUG_LEN].strip("-_")
+    return text or fallback
+
+
+def _canonical_value(value: Any, path: str) -> Any:
+    """Check that ``value`` has one canonical JSON encoding and return it unchanged."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise UsageError(f"argument {path} is {value!r}; NaN and infinity have no stable hash")
+        return value
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise UsageError(
+                    f"argument {path} has a non-string key {k!r}; use string keys for stable hashing"
+                )
+            out[k] = _canonical_value(v, f"{path}.{k}")
+        return out
+    if isinstance(value, list | tuple):
+        return [_canonical_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    raise UsageError(
+        f"argument {path} of type {type(value).__name__} cannot be hashed canonically; "
+        "pass JSON-like values (str, int, float, bool, None, list, dict) or exclude the argument"
+    )
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8, finite numbers only."""
+    checked = _canonical_value(value, "args")
+    return json.dumps(
+        checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a step is about: raw bytes (text or a file) or canonical JSON arguments."""
+
+    kind: str  # "bytes" or "args"
+    data: bytes
+
+    @classmethod
+    def text(cls, text: str) -> Content:
+        return cls("bytes", text.encode("utf-8"))
+
+    @classmethod
+    def raw(cls, data: bytes) -> Content:
+        return cls("bytes", data)
+
+    @classmethod
+    def args(cls, args: Mapping[str, Any]) -> Content:
+        return cls("args", canonical_json(dict(args)))
+
+    @classmethod
+    def empty(cls) -> Content:
+        return cls("bytes", b"")
+
+
+def _frame(part: bytes) -> bytes:
+    return str(len(part)).encode("ascii") + b":" + part
+
+
+def compute_digest(task: str, step: str, content: Content) -> str:
+    h = hashlib.sha256()
+    for part in (SCHEME.encode(), task.encode(), step.encode(), content.kind.encode()):
+        h.update(_frame(part))
+    h.update(_frame(hashlib.sha256(content.data).digest()))
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Names:
+    """Prefixes for derived names; from ``.gitledger.yml`` or the defaults."""
+
+    branch_prefix: str = DEFAULT_BRANCH_PREFIX
+    label_prefix: str = DEFAULT_LABEL_PREFIX
+
+    def __post_init__(self) -> None:
+        if len(self.label_prefix) > MAX_LABEL_LEN - MIN_LABEL_DIGEST:
+            raise UsageError(
+                f"label prefix {self.label_prefix!r} is too long; GitHub labels hold 50 characters "
+                f"and the key needs {MIN_LABEL_DIGEST}: use at most "
+                f"{MAX_LABEL_LEN - MIN_LABEL_DIGEST} characters"
+            )
+        if self.branch_prefix and not re.fullmatch(r"[A-Za-z0-9._/-]*", self.branch_prefix):
+            raise UsageError(f"branch prefix {self.branch_prefix!r} may only use letters, digits and . _ / -")
+
+
+@dataclass(frozen=True)
+class StepKey:
+    """A step's identity: the inputs and everything derived from them."""
+
+    task: str
+    step: str
+    digest: str
+    names: Names = Names()
+
+    @classmethod
+    def derive(
+        cls, task: str, step: str, content: Content | None = None, names: Names | None = None
+    ) -> StepKey:
+        validate_name(task, "task")
+        validate_name(step, "step")
+        digest = compute_digest(task, step, content or Content.empty())
+        return cls(task, step, digest, names or Names())
+
+    @property
+    def key(self) -> str:
+        return f"{slug(self.task, 'task')}.{slug(self.step, 'step')}.{self.digest[:KEY_DIGEST_LEN]}"
+
+    @property
+    def short_digest(self) -> str:
+        return self.digest[:KEY_DIGEST_LEN]
+
+    @property
+    def branch(self) -> str:
+        task_slug = slug(self.task, "task").strip(".")
+        step_slug = slug(self.step, "step").strip(".")
+        return f"{self.names.branch_prefix}{task_slug}/{step_slug}-{self.digest[:BRANCH_DIGEST_LEN]}"
+
+    @property
+    def label(self) -> str:
+        room = MAX_LABEL_LEN - len(self.names.label_prefix)
+        return self.names.label_prefix + self.digest[: min(room, KEY_DIGEST_LEN)]
+
+    @property
+    def trailer(self) -> str:
+        return f"{TRAILER_TOKEN}: {self.key}"
+
+    @property
+    def marker(self) -> str:
+        return marker_for(self.key)
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "key": self.key,
+            "task": self.task,
+            "step": self.step,
+            "digest": self.digest,
+            "branch": self.branch,
+            "label": self.label,
+            "trailer": self.trailer,
+            "marker": self.marker,
+        }
+
+
+def marker_for(key: str) -> str:
+    return f"<!-- gitledger:{key} -->"
+
+
+def parse_key(text: str) -> str:
+    """Validate a key given by a user (``show KEY``) and return it."""
+    key = text.strip()
+    if not KEY_RE.match(key):
+        raise UsageError(
+            f"{text!r} is not a gitledger key; keys look like 'task.step.<24 hex digits>' "
+            "(see 'gitledger list')"
+        )
+    return key
+
+
+def key_digest(key: str) -> str:
+    """The digest prefix embedded in a key."""
+    return key.rsplit(".", 1)[1]

@@ -1,0 +1,40 @@
+"""Test isolation: a pinned git identity, no user or system git config, this checkout on PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, init_repo
+
+_HOME = Path(tempfile.mkdtemp(prefix="gitledger-test-home-"))
+(_HOME / ".gitconfig").write_text(
+    "[user]\n\tname = Test Agent\n\temail = agent@example.invalid\n"
+    '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
+)
+os.environ.update(
+    {
+        "HOME": str(_HOME),
+        "GIT_CONFIG_GLOBAL": str(_HOME / ".gitconfig"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+)
+for _var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_API_URL", "GITHUB_STEP_SUMMARY", "GITLEDGER_KEY"):
+    os.environ.pop(_var, None)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A fresh non-bare repository with one commit on main."""
+    return init_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def empty_repo(tmp_path: Path) -> Path:
+    """A fresh repository with no commits."""
+    return init_repo(tmp_path / "empty", commit=False)

@@ -1,0 +1,64 @@
+"""Shared helpers for tests: real git, real processes, no mocks of git."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def git(*args: str, cwd: Path | str, check: bool = True, input: str | None = None) -> str:
+    """Run the real git binary; return stdout stripped."""
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def gitledger_argv(*args: str) -> list[str]:
+    """argv that runs this checkout's gitledger in a fresh interpreter."""
+    return [sys.executable, "-m", "gitledger", *args]
+
+
+def run_gitledger(
+    *args: str,
+    cwd: Path | str,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        gitledger_argv(*args),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        input=input,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_json(*args: str, cwd: Path | str, env: Mapping[str, str] | None = None) -> Any:
+    proc = run_gitledger(*args, "--json", cwd=cwd, env=env)
+    assert proc.stdout.strip(), f"no JSON on stdout; rc={proc.returncode} stderr={proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def init_repo(path: Path, *, commit: bool = True, bare: bool = False) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", *(["--bare"] if bare else []), "-b", "main", str(path), cwd=path)
+    if commit and not bare:
+        (path / "README").write_text("hello\n")
+        git("add", "README", cwd=path)
+        git("commit", "-q", "-m", "initial", cwd=path)
+    return path
