@@ -182,18 +182,15 @@ class StepKey:
 
     @property
     def branch(self) -> str:
-        task_slug = slug(self.task, "task").strip(".")
-        step_slug = slug(self.step, "step").strip(".")
-        return f"{self.names.branch_prefix}{task_slug}/{step_slug}-{self.digest[:BRANCH_DIGEST_LEN]}"
+        return branch_for(self.key, self.names)
 
     @property
     def label(self) -> str:
-        room = MAX_LABEL_LEN - len(self.names.label_prefix)
-        return self.names.label_prefix + self.digest[: min(room, KEY_DIGEST_LEN)]
+        return label_for(self.key, self.names)
 
     @property
     def trailer(self) -> str:
-        return f"{TRAILER_TOKEN}: {self.key}"
+        return trailer_for(self.key)
 
     @property
     def marker(self) -> str:
@@ -210,6 +207,29 @@ class StepKey:
             "trailer": self.trailer,
             "marker": self.marker,
         }
+
+
+def _key_parts(key: str) -> tuple[str, str, str]:
+    task_slug, step_slug, digest = key.split(".")
+    return task_slug, step_slug, digest
+
+
+def branch_for(key: str, names: Names | None = None) -> str:
+    """The convention branch of a key (derived from the key alone, so hooks can compute it)."""
+    task_slug, step_slug, digest = _key_parts(key)
+    prefix = (names or Names()).branch_prefix
+    return f"{prefix}{task_slug}/{step_slug}-{digest[:BRANCH_DIGEST_LEN]}"
+
+
+def label_for(key: str, names: Names | None = None) -> str:
+    """The GitHub label of a key: the prefix plus as many digest digits as fit (at least 16)."""
+    prefix = (names or Names()).label_prefix
+    digest = _key_parts(key)[2]
+    return prefix + digest[: min(MAX_LABEL_LEN - len(prefix), KEY_DIGEST_LEN)]
+
+
+def trailer_for(key: str) -> str:
+    return f"{TRAILER_TOKEN}: {key}"
 
 
 def marker_for(key: str) -> str:
