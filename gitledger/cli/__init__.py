@@ -10,7 +10,9 @@ import sys
 from collections.abc import Sequence
 
 from gitledger.cli import app as _app_module
-from gitledger.cli import keys as _keys  # noqa: F401  (registers commands)
+from gitledger.cli import inspect as _inspect  # noqa: F401  (registers commands)
+from gitledger.cli import keys as _keys  # noqa: F401
+from gitledger.cli import steps as _steps  # noqa: F401
 from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 
 app = _app_module.app
@@ -21,6 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer.main
 
     args = list(sys.argv[1:] if argv is None else argv)
+    _app_module.RAW_ARGS[:] = args
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="gitledger", standalone_mode=False)

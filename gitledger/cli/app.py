@@ -21,3 +21,26 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Crash-safe idempotency for agents: run each side effect once per intent."""
+
+
+RAW_ARGS: list[str] = []  # the arguments main() was called with (to see whether '--' was given)
+
+
+def emit_json(data: object) -> None:
+    import json
+
+    typer.echo(json.dumps(data, ensure_ascii=False))
+
+
+def say(message: str) -> None:
+    """A human message on stderr (stdout is kept for results and --json)."""
+    typer.echo(f"gitledger: {message}", err=True)
+
+
+REPO = typer.Option(
+    None,
+    "--repo",
+    help="Path inside the git repository (default: the current directory).",
+    show_default=False,
+)
+JSON_OUT = typer.Option(False, "--json", help="Print JSON for programs instead of a table.")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import app
+from gitledger.cli.app import JSON_OUT, app
 from gitledger.errors import UsageError
 from gitledger.keys import Content
 
@@ -46,7 +46,6 @@ CONTENT_FILE = typer.Option(
 ARG = typer.Option(
     None, "--arg", help="NAME=VALUE hashed as canonical JSON (order does not matter); repeatable."
 )
-JSON_OUT = typer.Option(False, "--json", help="Print one JSON object for programs.")
 
 
 @app.command("key")

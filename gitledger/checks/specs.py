@@ -1,0 +1,82 @@
+"""Check spec strings (``--check SPEC`` and ``checks:`` in .gitledger.yml) → check objects.
+
+``ledger``, ``branch[:REMOTE]``, ``trailer``, ``file:PATH``, ``cmd:SHELL``, ``github-pr``,
+``github-branch``, ``github-comment:NUMBER``. GitHub checks import PyGithub only when used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitledger.checks import Check, LedgerCheck
+from gitledger.checks.local import BranchCheck, CommandCheck, FileCheck, TrailerCheck
+from gitledger.errors import UsageError
+from gitledger.git import GitRepo
+
+SPEC_HELP = (
+    "ledger, branch[:REMOTE], trailer, file:PATH, cmd:SHELL, github-pr, github-branch, github-comment:NUMBER"
+)
+_REMOTE_RE = re.compile(r"^[A-Za-z0-9._/-]+$")
+
+
+@dataclass
+class CheckEnv:
+    """What checks need from their surroundings."""
+
+    repo: GitRepo
+    cwd: Path
+    github: Callable[[], Any] | None = None  # returns a gitledger.github.GitHubContext, lazily
+
+
+def parse_check(spec: str, env: CheckEnv) -> Check:
+    reason = validate_spec(spec)
+    if reason is not None:
+        raise UsageError(reason)
+    name, _, arg = spec.partition(":")
+    if name == "ledger":
+        return LedgerCheck()
+    if name == "branch":
+        return BranchCheck(env.repo, arg or None)
+    if name == "trailer":
+        return TrailerCheck(env.repo)
+    if name == "file":
+        return FileCheck(arg, env.repo.worktree or env.cwd)
+    if name == "cmd":
+        return CommandCheck(arg, env.repo.worktree or env.cwd)
+    if env.github is None:
+        raise UsageError(f"check {spec!r} needs GitHub settings, which are not available here")
+    from gitledger.checks import github
+
+    ctx = env.github()
+    if name == "github-pr":
+        return github.PullRequestCheck(ctx)
+    if name == "github-branch":
+        return github.BranchCheck(ctx)
+    return github.CommentCheck(ctx, int(arg))
+
+
+def parse_checks(specs: Sequence[str], env: CheckEnv) -> list[Check]:
+    checks = [parse_check(spec, env) for spec in specs]
+    return checks or [LedgerCheck()]
+
+
+def is_github(spec: str) -> bool:
+    return spec.startswith("github-")
+
+
+def validate_spec(spec: str) -> str | None:
+    """A reason why ``spec`` is not a valid check spec, or None (for config validation, no I/O)."""
+    name, sep, arg = spec.partition(":")
+    if (name in ("ledger", "trailer", "github-pr", "github-branch") and not sep) or (
+        name == "branch" and (not sep or _REMOTE_RE.match(arg))
+    ):
+        return None
+    if name in ("file", "cmd") and arg.strip():
+        return None
+    if name == "github-comment" and arg.isdigit() and int(arg) > 0:
+        return None
+    return f"unknown check spec {spec!r}; use one of: {SPEC_HELP}"

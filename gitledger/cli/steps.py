@@ -1,0 +1,102 @@
+"""``gitledger run-step``: run a side-effecting command at most once per intent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app, emit_json, say
+from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, STEP, TASK, content_from_options
+from gitledger.errors import UsageError
+
+CHECK = typer.Option(
+    None,
+    "--check",
+    "-c",
+    help=(
+        "How to find out whether the effect already exists; repeatable, any match counts: ledger, "
+        "branch[:REMOTE], trailer, file:PATH, cmd:SHELL, github-pr, github-branch, github-comment:N. "
+        "Default: the step's checks in .gitledger.yml, else 'ledger'."
+    ),
+)
+ON_UNCONFIRMED = typer.Option(
+    None,
+    "--on-unconfirmed",
+    help=(
+        "For ledger-only steps left attempting by a dead process: fail (default; exit 3), "
+        "retry (at-least-once) or skip (at-most-once)."
+    ),
+)
+LEASE = typer.Option(
+    None,
+    "--lease",
+    help="Seconds a claim holds against processes on other hosts (default 900).",
+    show_default=False,
+)
+GITHUB_REPO = typer.Option(
+    None, "--github-repo", help="OWNER/NAME for GitHub checks (default: config/origin)."
+)
+
+
+@app.command(
+    "run-step",
+    context_settings={"allow_interspersed_args": False},
+)
+def run_step_command(
+    command: list[str] = typer.Argument(None, help="The command to guard, after '--'.", show_default=False),
+    task: str = TASK,
+    step: str = STEP,
+    content: str | None = CONTENT,
+    content_file: Path | None = CONTENT_FILE,
+    arg: list[str] | None = ARG,
+    check: list[str] | None = CHECK,
+    on_unconfirmed: str | None = ON_UNCONFIRMED,
+    lease: float | None = LEASE,
+    github_repo: str | None = GITHUB_REPO,
+    json_out: bool = JSON_OUT,
+    repo: Path | None = REPO,
+) -> None:
+    """Run COMMAND once per intent: skip it when done, detect what already exists, never run it twice.
+
+    Statuses and exit codes: created, skipped, already_existed (0); in_progress (75); unconfirmed (3);
+    failed (the command's own exit code); usage or configuration error (2). The command gets
+    GITLEDGER_KEY, _TASK, _STEP, _DIGEST, _BRANCH, _LABEL, _TRAILER, _MARKER and GITLEDGER_RESULT
+    (a file: what the command writes there is recorded as the step's ref, e.g. a PR URL).
+
+    Example: gitledger run-step -t T-42 -s push -c branch:origin -- git push origin HEAD:$BRANCH
+    """
+    if "--" not in RAW_ARGS:
+        raise UsageError(
+            "put the command after '--': gitledger run-step --task T --step S [options] -- COMMAND [ARG...]"
+        )
+    if not command:
+        raise UsageError("no command after '--'; write: gitledger run-step --task T --step S -- COMMAND")
+    from gitledger.command import run_command
+    from gitledger.keys import StepKey
+    from gitledger.protocol import StepPolicy, StepRunner
+    from gitledger.workspace import open_workspace
+
+    step_content = content_from_options(content, content_file, arg)
+    with open_workspace(repo, github_repo) as ws:
+        cfg = ws.config
+        step_cfg = cfg.step(step)
+        step_key = StepKey.derive(task, step, step_content, cfg.names)
+        checks = ws.checks(check or step_cfg.checks or ())
+        policy = StepPolicy(
+            on_unconfirmed=on_unconfirmed or step_cfg.on_unconfirmed or cfg.on_unconfirmed or "fail",
+            lease=lease or step_cfg.lease or cfg.lease or StepPolicy.lease,
+        )
+        runner = StepRunner(ws.store)
+        result = runner.run(
+            step_key,
+            checks,
+            lambda: run_command(command, step_key, ws.cwd, stdout_to_stderr=json_out),
+            policy,
+        )
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        detail = f" ({result.ref})" if result.ref else ""
+        say(f"{result.status} {result.key}{detail}" + (f": {result.message}" if result.message else ""))
+    raise typer.Exit(result.exit_code)

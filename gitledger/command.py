@@ -1,0 +1,69 @@
+"""Runs the user's command as a step's action."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from gitledger import faults
+from gitledger.checks.local import step_env
+from gitledger.errors import UsageError
+from gitledger.keys import StepKey
+from gitledger.protocol import ActionResult
+
+MAX_REF = 65536
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: the command is killed when gitledger dies, so a dead owner never leaves it running."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run_command(
+    argv: Sequence[str], step: StepKey, cwd: Path, stdout_to_stderr: bool = False
+) -> ActionResult:
+    """Run ``argv`` with the step's GITLEDGER_* variables; what it writes to $GITLEDGER_RESULT is the ref."""
+    if not argv:
+        raise UsageError("no command given; put it after '--', e.g. gitledger run-step ... -- git push")
+    if shutil.which(argv[0], path=os.environ.get("PATH")) is None and not Path(argv[0]).exists():
+        raise UsageError(f"command {argv[0]!r} not found; check the spelling or give its full path")
+    with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
+        result_file = Path(tmp) / "result"
+        result_file.touch()
+        env = dict(os.environ)
+        env.update(step_env(step))
+        env["GITLEDGER_RESULT"] = str(result_file)
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=env,
+                stdout=sys.stderr if stdout_to_stderr else None,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+        except OSError as exc:
+            raise UsageError(f"cannot start {argv[0]!r}: {exc.strerror}") from exc
+        faults.point("during-effect")
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait()
+        ref = result_file.read_bytes()[:MAX_REF].decode("utf-8", "replace").strip() or None
+    if code < 0:
+        code = 128 - code
+    if code == 0:
+        return ActionResult(ok=True, ref=ref)
+    return ActionResult(ok=False, exit_code=code, message=f"{argv[0]} exited with code {code}")

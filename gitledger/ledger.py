@@ -1,0 +1,162 @@
+"""Ledger entries: events and how they fold into a state. Pure; no git, no I/O.
+
+An entry is the append-only list of events recorded for one key, stored as JSON Lines. Folding the
+events gives the entry's state:
+
+- ``attempting``: a claim by an owner with a lease; ``done``: the effect exists (``outcome`` says how
+  we know: ``created``, ``already_existed``, ``resolved`` by a person, ``assumed`` by policy);
+  ``failed``: the action itself failed and may be retried; ``forgotten``: a tombstone written by
+  ``resolve --forget`` that retires everything before it (entries are never deleted without trace).
+- Events of kind ``info`` explain something (a check that could not query reality) and never change
+  the state.
+
+The fold is deterministic for any union of two clones' events: ``done`` wins over ``attempting`` and
+``failed`` until a later ``forgotten``; two ``created`` outcomes since the last tombstone mark the entry
+as a duplicate, which ``list`` and ``audit`` report instead of hiding.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+ATTEMPTING = "attempting"
+DONE = "done"
+FAILED = "failed"
+FORGOTTEN = "forgotten"
+INFO = "info"
+NONE = "none"
+STATES = (ATTEMPTING, DONE, FAILED, FORGOTTEN, INFO)
+
+Event = dict[str, Any]
+
+
+def encode_event(event: Event) -> bytes:
+    """One JSON line, keys sorted so the same event always has the same bytes."""
+    return json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+@dataclass
+class BadLine:
+    number: int
+    text: str
+    error: str
+
+
+def parse_events(data: bytes) -> tuple[list[Event], list[BadLine]]:
+    """Parse a note body; malformed lines are returned separately, never dropped silently."""
+    events: list[Event] = []
+    bad: list[BadLine] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            bad.append(BadLine(number, raw[:200].decode("utf-8", "replace"), str(exc)))
+            continue
+        if not isinstance(event, dict) or event.get("state") not in STATES:
+            bad.append(BadLine(number, raw[:200].decode("utf-8", "replace"), "not a gitledger event"))
+            continue
+        event["_line"] = number
+        events.append(event)
+    return events, bad
+
+
+@dataclass
+class Folded:
+    """The state of one entry after folding its events."""
+
+    state: str = NONE
+    claim: Event | None = None  # the latest attempting event since the last tombstone
+    done: Event | None = None  # the first done event since the last tombstone
+    last: Event | None = None  # the last state-changing event
+    created: int = 0  # done events with outcome "created" since the last tombstone
+    corrupt: list[BadLine] = field(default_factory=list)
+
+    @property
+    def duplicate(self) -> bool:
+        return self.created > 1
+
+    @property
+    def ref(self) -> str | None:
+        return self.done.get("ref") if self.done else None
+
+
+def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
+    """Fold events in stored order into a :class:`Folded` state.
+
+    Malformed lines make the entry corrupt unless a later ``done``/``forgotten`` resolution (written
+    by ``gitledger resolve``) supersedes them.
+    """
+    result = Folded()
+    pending_bad = sorted(bad or [], key=lambda b: b.number)
+    for event in events:
+        state = event["state"]
+        if state == INFO:
+            continue
+        line = int(event.get("_line", 0))
+        if state == FORGOTTEN:
+            result = Folded(state=NONE, last=event)
+            pending_bad = [b for b in pending_bad if b.number > line]
+            continue
+        result.last = event
+        if state == DONE:
+            if event.get("outcome") == "resolved":
+                pending_bad = [b for b in pending_bad if b.number > line]
+            if event.get("outcome") == "created":
+                result.created += 1
+            if result.done is None:
+                result.done = event
+            result.state = DONE
+        elif state == ATTEMPTING:
+            result.claim = event
+            if result.state != DONE:
+                result.state = ATTEMPTING
+        elif state == FAILED and result.state != DONE:
+            result.state = FAILED
+    result.corrupt = pending_bad
+    return result
+
+
+@dataclass
+class Entry:
+    """One key's record as read from a store."""
+
+    key: str
+    events: list[Event]
+    version: str | None  # opaque; changes whenever the entry changes (None: no entry)
+    bad_lines: list[BadLine] = field(default_factory=list)
+    location: str = ""  # where a person can look at it (e.g. the intent object id)
+
+    @property
+    def folded(self) -> Folded:
+        return fold(self.events, self.bad_lines)
+
+    @property
+    def exists(self) -> bool:
+        return self.version is not None
+
+    def field(self, name: str) -> Any:
+        """The latest value of an event field (task, step) across the entry's events."""
+        for event in reversed(self.events):
+            if name in event:
+                return event[name]
+        return None
+
+    def summary(self) -> dict[str, Any]:
+        folded = self.folded
+        last = self.events[-1] if self.events else {}
+        return {
+            "key": self.key,
+            "task": self.field("task"),
+            "step": self.field("step"),
+            "state": "corrupt" if folded.corrupt else folded.state,
+            "outcome": folded.done.get("outcome") if folded.done else None,
+            "ref": folded.ref,
+            "updated_at": last.get("at"),
+            "events": len(self.events),
+            "duplicate": folded.duplicate,
+        }

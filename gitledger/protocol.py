@@ -1,0 +1,347 @@
+"""The step protocol: find out what is already true, then do only what is missing.
+
+For one step with key K and existence checks C::
+
+    read ledger[K] ─┬─ done ─────────────────────────────► skipped (the recorded ref)
+                    ├─ attempting, owner alive / lease valid ► in_progress (do not act)
+                    ├─ attempting, owner dead / lease over ─┐ (ledger-only: unconfirmed → policy)
+                    ├─ failed ──────────────────────────────┤
+                    └─ none ────────────────────────────────┤
+                                                            ▼
+                  query reality with C ─┬─ found ─► done(already_existed, ref)
+                                        └─ absent ► claim K (CAS) ► act ► done(created) | failed
+
+Every ledger write is a compare-and-swap against the exact entry version the decision was made on;
+whoever loses re-reads and decides again, so of N concurrent workers on one key exactly one acts. Only
+the owner of a claim writes its outcome; an outcome is appended whatever happened to the entry in the
+meantime, because it is a fact (and two ``created`` outcomes are reported as a duplicate).
+
+This module depends on the store and check interfaces only: no git, no CLI, no GitHub.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from gitledger import faults
+from gitledger.checks import Check
+from gitledger.errors import (
+    EXIT_IN_PROGRESS,
+    EXIT_UNCONFIRMED,
+    CheckError,
+    ConflictError,
+    CorruptLedgerError,
+    UsageError,
+)
+from gitledger.keys import StepKey
+from gitledger.ledger import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
+from gitledger.owner import Owner, is_dead
+from gitledger.store import ANY_VERSION, Intent, Store
+
+CREATED = "created"
+SKIPPED = "skipped"
+ALREADY_EXISTED = "already_existed"
+IN_PROGRESS = "in_progress"
+UNCONFIRMED = "unconfirmed"
+STATUS_FAILED = "failed"
+
+ON_UNCONFIRMED = ("fail", "retry", "skip")
+DEFAULT_LEASE = 900.0
+MAX_DECISIONS = 200
+
+
+class PayloadMismatchError(UsageError):
+    """An explicit key was reused with different content."""
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_iso(text: Any) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class StepPolicy:
+    on_unconfirmed: str = "fail"
+    lease: float = DEFAULT_LEASE
+
+    def __post_init__(self) -> None:
+        if self.on_unconfirmed not in ON_UNCONFIRMED:
+            raise UsageError(
+                f"on_unconfirmed {self.on_unconfirmed!r} is not one of {', '.join(ON_UNCONFIRMED)}"
+            )
+        if not self.lease > 0:
+            raise UsageError(f"lease must be a positive number of seconds, not {self.lease!r}")
+
+
+@dataclass
+class ActionResult:
+    """What the guarded action reports back."""
+
+    ok: bool
+    exit_code: int = 0
+    ref: str | None = None
+    message: str | None = None
+    result: Any = None  # a JSON value, recorded with done and replayed on skip
+
+
+@dataclass
+class StepResult:
+    status: str
+    key: str
+    ref: str | None = None
+    exit_code: int = 0
+    message: str | None = None
+    result: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"status": self.status, "key": self.key, "ref": self.ref}
+        if self.exit_code:
+            data["exit_code"] = self.exit_code
+        if self.message:
+            data["message"] = self.message
+        if self.result is not None:
+            data["result"] = self.result
+        data.update(self.extra)
+        return data
+
+
+Action = Callable[[], ActionResult]
+
+
+class StepRunner:
+    """Runs steps against one store on behalf of one owner (this process)."""
+
+    def __init__(
+        self, store: Store, owner: Owner | None = None, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.owner = owner or Owner.current()
+        self.clock = clock
+
+    # -- events ------------------------------------------------------------------------------------
+
+    def event(self, step: StepKey, state: str, **fields: Any) -> Event:
+        event: Event = {
+            "v": 1,
+            "id": secrets.token_hex(6),
+            "at": iso(self.clock()),
+            "key": step.key,
+            "task": step.task,
+            "step": step.step,
+            "state": state,
+            "owner": self.owner.to_json(),
+        }
+        event.update({k: v for k, v in fields.items() if v is not None})
+        return event
+
+    def record(self, step: StepKey, event: Event) -> None:
+        """Append a fact whatever the entry's version (outcomes of our own claim, explanations)."""
+        self.store.append(Intent.of(step), event, ANY_VERSION)
+
+    # -- decisions ---------------------------------------------------------------------------------
+
+    def held(self, claim: Event) -> bool:
+        """Is this claim still held by a live owner?"""
+        owner = Owner.from_json(claim.get("owner"))
+        if owner is not None and owner.host == self.owner.host:
+            return not is_dead(owner, self.owner)
+        until = parse_iso(claim.get("lease_until"))
+        if until is None:  # no deadline: locked, never expired
+            return True
+        return self.clock() < until
+
+    def load(self, step: StepKey, fingerprint: str | None = None) -> Entry:
+        entry = self.store.load(Intent.of(step))
+        folded = entry.folded
+        if folded.corrupt:
+            bad = folded.corrupt[0]
+            raise CorruptLedgerError(
+                f"ledger entry {step.key} is corrupt (line {bad.number}: {bad.error}); inspect it with "
+                f"'gitledger show {step.key}' and repair with 'gitledger resolve {step.key} --done' "
+                "or '--forget'"
+            )
+        if fingerprint is not None:
+            for event in entry.events:
+                recorded = event.get("fingerprint")
+                if recorded is not None and recorded != fingerprint:
+                    raise PayloadMismatchError(
+                        f"key {step.key} was used before with different arguments; choose a new key "
+                        "or call with the original arguments"
+                    )
+        return entry
+
+    def in_progress(self, step: StepKey, claim: Event) -> StepResult:
+        owner = claim.get("owner") or {}
+        until = claim.get("lease_until", "no deadline")
+        return StepResult(
+            IN_PROGRESS,
+            step.key,
+            exit_code=EXIT_IN_PROGRESS,
+            message=(
+                f"{step.key} is in progress: claimed by pid {owner.get('pid')} on {owner.get('host')} "
+                f"at {claim.get('at')}, lease until {until}; rerun later"
+            ),
+        )
+
+    def query(self, step: StepKey, checks: Sequence[Check]) -> tuple[str, str] | None:
+        """The first (spec, ref) any reality check finds, or None when all say absent."""
+        for check in checks:
+            if not check.queries_reality:
+                continue
+            try:
+                found = check.find(step)
+            except CheckError as exc:
+                self.record(step, self.event(step, INFO, check=check.spec, message=str(exc)))
+                raise CheckError(
+                    f"cannot tell whether {step.key} already happened: check '{check.spec}' failed: "
+                    f"{exc}; nothing was done"
+                ) from exc
+            if found is not None:
+                return check.spec, found
+        return None
+
+    def run(
+        self,
+        step: StepKey,
+        checks: Sequence[Check],
+        action: Action,
+        policy: StepPolicy | None = None,
+        fingerprint: str | None = None,
+    ) -> StepResult:
+        policy = policy or StepPolicy()
+        intent = Intent.of(step)
+        queries_reality = any(c.queries_reality for c in checks)
+        specs = [c.spec for c in checks]
+        for _ in range(MAX_DECISIONS):
+            entry = self.load(step, fingerprint)
+            folded: Folded = entry.folded
+            if folded.state == DONE:
+                assert folded.done is not None
+                return StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result"))
+            if folded.state == ATTEMPTING:
+                assert folded.claim is not None
+                if self.held(folded.claim):
+                    return self.in_progress(step, folded.claim)
+                if not queries_reality:
+                    if policy.on_unconfirmed == "fail":
+                        return StepResult(
+                            UNCONFIRMED,
+                            step.key,
+                            exit_code=EXIT_UNCONFIRMED,
+                            message=(
+                                f"{step.key} was started by a process that is gone and nothing can "
+                                "confirm whether it finished; after checking by hand run "
+                                f"'gitledger resolve {step.key} --done' or '--forget'"
+                            ),
+                        )
+                    if policy.on_unconfirmed == "skip":
+                        assumed = self.event(step, DONE, outcome="assumed", fingerprint=fingerprint)
+                        if self.store.append(intent, assumed, entry.version) is None:
+                            continue
+                        return StepResult(SKIPPED, step.key, message="unconfirmed step assumed done")
+            if queries_reality:
+                found = self.query(step, checks)
+                if found is not None:
+                    spec, ref = found
+                    done = self.event(
+                        step, DONE, outcome="already_existed", ref=ref, check=spec, fingerprint=fingerprint
+                    )
+                    if self.store.append(intent, done, entry.version) is None:
+                        continue
+                    return StepResult(ALREADY_EXISTED, step.key, ref=ref)
+            faults.point("before-claim")
+            now = self.clock()
+            claim = self.event(
+                step,
+                ATTEMPTING,
+                lease_until=iso(now + policy.lease),
+                checks=specs,
+                fingerprint=fingerprint,
+            )
+            if self.store.append(intent, claim, entry.version) is None:
+                continue
+            faults.point("after-claim")
+            return self._act(step, action, fingerprint)
+        raise ConflictError(f"could not decide {step.key}: the entry kept changing; try again")
+
+    def _act(self, step: StepKey, action: Action, fingerprint: str | None) -> StepResult:
+        try:
+            outcome = action()
+        except BaseException as exc:
+            self.record(step, self.event(step, FAILED, message=f"{type(exc).__name__}: {exc}"[:2000]))
+            raise
+        if outcome.ok:
+            faults.point("after-effect")
+            done = self.event(
+                step,
+                DONE,
+                outcome=CREATED,
+                ref=outcome.ref,
+                result=outcome.result,
+                fingerprint=fingerprint,
+            )
+            self.record(step, done)
+            return StepResult(CREATED, step.key, ref=outcome.ref, result=outcome.result)
+        failed = self.event(
+            step,
+            FAILED,
+            exit_code=outcome.exit_code,
+            message=(outcome.message or "")[:2000] or None,
+        )
+        self.record(step, failed)
+        return StepResult(
+            STATUS_FAILED,
+            step.key,
+            exit_code=outcome.exit_code or 1,
+            message=outcome.message or f"the command failed with exit code {outcome.exit_code}",
+        )
+
+
+SETTLED_DONE = "done"
+SETTLED_RETRYABLE = "retryable"
+STILL_HELD = "in_progress"
+UNSETTLED = "unconfirmed"
+
+
+def reconcile_entry(
+    runner: StepRunner, step: StepKey, entry: Entry, checks: Sequence[Check]
+) -> tuple[str, str | None]:
+    """Settle one attempting entry whose owner is gone: (what happened, ref).
+
+    Reality found → ``done`` (already_existed). Reality absent → ``failed`` (retryable: the dead owner
+    did not produce the effect). Nothing can query reality → left as is, reported ``unconfirmed``.
+    The write is a compare-and-swap on the version read, so a live owner finishing meanwhile wins.
+    """
+    folded = entry.folded
+    if folded.state != ATTEMPTING or folded.claim is None:
+        return folded.state, folded.ref
+    if runner.held(folded.claim):
+        return STILL_HELD, None
+    if not any(c.queries_reality for c in checks):
+        return UNSETTLED, None
+    found = runner.query(step, checks)
+    intent = Intent.of(step)
+    if found is not None:
+        spec, ref = found
+        event = runner.event(step, DONE, outcome="already_existed", ref=ref, check=spec, by="reconcile")
+        if runner.store.append(intent, event, entry.version) is None:
+            return "changed", None
+        return SETTLED_DONE, ref
+    event = runner.event(step, FAILED, message="owner died before the effect existed (reconcile)")
+    if runner.store.append(intent, event, entry.version) is None:
+        return "changed", None
+    return SETTLED_RETRYABLE, None
