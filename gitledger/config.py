@@ -50,7 +50,7 @@ class Config:
     claims: str = "local"
     lease: float | None = None
     on_unconfirmed: str | None = None
-    names: Names = Names()
+    names: Names = field(default_factory=Names)
     github_repo: str | None = None
     github_api_url: str | None = None
     steps: dict[str, StepConfig] = field(default_factory=dict)
