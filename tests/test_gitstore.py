@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,24 @@ def test_no_cat_file_processes_leak(repo: Path):
         with GitRepo.discover(repo) as r:
             GitStore(r).load(STEP.key)
     assert children() == base
+
+
+def test_notes_at_any_fanout_are_read(repo: Path):
+    """A note written by git itself (flat fan-out) is found, as is one written by the store."""
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        intent = Intent.of(StepKey.derive("T-flat", "push"))
+        oid = store.intent_oid(intent)
+        from gitledger.gitstore import intent_bytes
+
+        assert git("hash-object", "-w", "--stdin", cwd=repo, input=intent_bytes(intent).decode()) == oid
+        line = json.dumps({"key": intent.key, "outcome": "created", "state": "done"})
+        git("notes", "--ref=gitledger", "add", "-m", line, oid, cwd=repo)
+        assert oid in git("ls-tree", "--name-only", NOTES_REF, cwd=repo).split()  # flat, not ab/cd/...
+        entry = store.load(intent)
+        assert entry.folded.state == "done" and entry.version is not None
+        v2 = store.append(intent, {"state": "info", "key": intent.key}, entry.version)
+        assert v2 is not None and store.load(intent).version == v2
+        other = Intent.of(STEP)
+        v3 = store.append(other, {"state": "attempting", "key": STEP.key}, None)
+        assert store.load(other).version == v3
