@@ -9,7 +9,8 @@ compiled to bytecode. Then, round by round, alternating A and B:
 - in process: a child that runs ``StepRunner.run`` on skip and fresh keys against one shared ledger of
   ``--size`` entries and reports its per-step times.
 
-Prints medians, p90 and the B/A ratio (what the fix commits quote).
+Prints medians, p90 and the B/A ratio (what the fix commits quote); ``cpu_*`` rows are the processes'
+own CPU time (user + system, from ``getrusage``), which shared cores disturb far less than wall time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import resource
 import subprocess
 import sys
 import tarfile
@@ -102,20 +104,31 @@ def main(argv: list[str] | None = None) -> int:
         n: {"floor": [], "skip": [], "fresh": [], "in_skip": [], "in_fresh": []} for n in trees
     }
 
-    def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    cpu: dict[str, dict[str, list[float]]] = {n: {"floor": [], "skip": [], "fresh": []} for n in trees}
+
+    def timed(argv: list[str], env: dict[str, str], cwd: Path, cpu_into: list[float] | None = None) -> float:
+        """Wall time of one process; its CPU time (user + sys, less sensitive to load) into cpu_into."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if cpu_into is not None:
+            cpu_into.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        return elapsed
 
     for rnd in range(args.rounds):
         for name in ("A", "B") if rnd % 2 == 0 else ("B", "A"):
             env = envs[name]
-            floor = timed([PY, "-c", "pass"], env, small)
-            floor += timed(["git", "rev-parse", "--git-dir"], env, small)
+            c = cpu[name]
+            floor_cpu: list[float] = []
+            floor = timed([PY, "-c", "pass"], env, small, floor_cpu)
+            floor += timed(["git", "rev-parse", "--git-dir"], env, small, floor_cpu)
+            c["floor"].append(sum(floor_cpu))
             samples[name]["floor"].append(floor)
-            samples[name]["skip"].append(timed(done, env, small))
+            samples[name]["skip"].append(timed(done, env, small, c["skip"]))
             fresh = [str(launcher), "run-step", "--task", f"ab-{name}-{rnd}", "--step", "s", "--", "true"]
-            samples[name]["fresh"].append(timed(fresh, env, small))
+            samples[name]["fresh"].append(timed(fresh, env, small, c["fresh"]))
             child = subprocess.run(
                 [PY, "-c", CHILD, str(shared), str(args.size), str(args.reps), f"{name}{rnd}"],
                 env=env,
@@ -137,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{metric:<10} {a['median']:>10.{digits}f} {b['median']:>10.{digits}f} {a['p90']:>9.{digits}f} "
             f"{b['p90']:>9.{digits}f} {b['median'] / a['median']:>6.2f}"
+        )
+    for metric in ("floor", "skip", "fresh"):
+        a, b = summarize(cpu["A"][metric]), summarize(cpu["B"][metric])
+        result[f"cpu_{metric}"] = {"A": a, "B": b, "ratio": b["median"] / a["median"]}
+        print(
+            f"{'cpu_' + metric:<10} {a['median']:>10.1f} {b['median']:>10.1f} {a['p90']:>9.1f} "
+            f"{b['p90']:>9.1f} {b['median'] / a['median']:>6.2f}"
         )
     for name in ("A", "B"):
         floor = summarize(samples[name]["floor"])["median"]
