@@ -136,10 +136,34 @@ def test_no_cat_file_processes_leak(repo: Path):
             return False
 
     base = children()
-    for _ in range(20):
+    for i in range(20):
         with GitRepo.discover(repo) as r:
             GitStore(r).load(STEP.key)
+            GitStore(r).append(Intent.of(StepKey.derive("T-leak", f"s{i}")), {"state": "info"}, None)
     assert children() == base
+
+
+def test_ref_updates_are_compare_and_swap_through_one_process(repo: Path):
+    """A refused transaction returns False and moves nothing; the next one works; real errors raise."""
+    from gitledger.errors import GitError
+
+    head = git("rev-parse", "HEAD", cwd=repo)
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo)
+    other = git("commit-tree", "-m", "other", tree, cwd=repo)
+    with GitRepo.discover(repo) as r:
+        assert r.update_refs([("refs/gitledger/t1", head, None)])
+        assert not r.update_refs([("refs/gitledger/t1", other, None)])  # exists already
+        assert not r.update_refs([("refs/gitledger/t1", other, other)])  # not at that value
+        assert not r.update_refs([("refs/gitledger/t2", head, None), ("refs/gitledger/t1", other, other)])
+        assert git("rev-parse", "refs/gitledger/t1", cwd=repo) == head
+        assert git("for-each-ref", "refs/gitledger/t2", cwd=repo) == ""  # all or nothing
+        assert r.update_refs([("refs/gitledger/t1", other, head), ("refs/gitledger/t2", head, None)])
+        assert git("rev-parse", "refs/gitledger/t1", "refs/gitledger/t2", cwd=repo).split() == [other, head]
+        git("update-ref", "refs/gitledger/t1", head, cwd=repo)  # someone else moves it
+        assert not r.update_refs([("refs/gitledger/t1", other, other)])
+        with pytest.raises(GitError, match="update-ref failed"):
+            r.update_refs([("refs/gitledger/bad..name", head, None)])
+        assert r.update_refs([("refs/gitledger/t1", other, head)])
 
 
 def test_notes_at_any_fanout_are_read(repo: Path):
