@@ -72,13 +72,14 @@ def run_step_command(
         )
     if not command:
         raise UsageError("no command after '--'; write: gitledger run-step --task T --step S -- COMMAND")
-    from gitledger.command import run_command
+    from gitledger.command import check_command, run_command
     from gitledger.keys import StepKey
     from gitledger.protocol import StepPolicy, StepRunner
     from gitledger.workspace import open_workspace
 
     step_content = content_from_options(content, content_file, arg)
     with open_workspace(repo, github_repo) as ws:
+        check_command(command, ws.cwd)
         cfg = ws.config
         step_cfg = cfg.step(step)
         step_key = StepKey.derive(task, step, step_content, cfg.names)
