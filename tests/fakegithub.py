@@ -517,7 +517,9 @@ class FakeGitHub:
         if self._httpd is not None:
             return self
         self._httpd = _Server((self._host, self._port), self)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fakegithub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.05,), name="fakegithub", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -1273,8 +1275,15 @@ class FakeGitHub:
             self._record(RecordedRequest(method, path, query, None, body_for_record, fault_name))
             handler.close_connection = True
             return
-        final_status = self._send(handler, method, resp)
-        self._record(RecordedRequest(method, path, query, final_status, body_for_record, fault_name))
+        # Record before writing: once the client has the response it may inspect server.requests.
+        self._send(
+            handler,
+            method,
+            resp,
+            before_write=lambda code: self._record(
+                RecordedRequest(method, path, query, code, body_for_record, fault_name)
+            ),
+        )
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self._lock:
@@ -1371,7 +1380,13 @@ class FakeGitHub:
             return func(req, **params)
         raise _not_found()
 
-    def _send(self, handler: _Handler, method: str, resp: _Response) -> int:
+    def _send(
+        self,
+        handler: _Handler,
+        method: str,
+        resp: _Response,
+        before_write: Callable[[int], None] | None = None,
+    ) -> int:
         headers = {
             "Content-Type": "application/json; charset=utf-8",
             "X-GitHub-Media-Type": "github.v3; format=json",
@@ -1404,6 +1419,8 @@ class FakeGitHub:
         if code in (204, 304):
             headers.pop("Content-Type", None)
             payload = b""
+        if before_write is not None:
+            before_write(code)
         try:
             handler.send_response(code, _REASONS.get(code))
             for k, v in headers.items():
@@ -1493,14 +1510,14 @@ class FakeGitHub:
             ("POST", repo + r"/issues/(?P<n>\d+)/labels", self._add_issue_labels),
             ("PUT", repo + r"/issues/(?P<n>\d+)/labels", self._set_issue_labels),
             ("DELETE", repo + r"/issues/(?P<n>\d+)/labels", self._clear_issue_labels),
-            ("DELETE", repo + r"/issues/(?P<n>\d+)/labels/(?P<name>[^/]+)", self._remove_issue_label),
+            ("DELETE", repo + r"/issues/(?P<n>\d+)/labels/(?P<name>.+)", self._remove_issue_label),
             ("GET", repo + r"/issues/(?P<n>\d+)/comments", self._list_comments),
             ("POST", repo + r"/issues/(?P<n>\d+)/comments", self._create_comment),
             ("GET", repo + r"/labels", self._list_labels),
             ("POST", repo + r"/labels", self._create_label),
-            ("GET", repo + r"/labels/(?P<name>[^/]+)", self._get_label),
-            ("PATCH", repo + r"/labels/(?P<name>[^/]+)", self._update_label),
-            ("DELETE", repo + r"/labels/(?P<name>[^/]+)", self._delete_label),
+            ("GET", repo + r"/labels/(?P<name>.+)", self._get_label),
+            ("PATCH", repo + r"/labels/(?P<name>.+)", self._update_label),
+            ("DELETE", repo + r"/labels/(?P<name>.+)", self._delete_label),
             ("GET", repo + r"/branches", self._list_branches),
             ("GET", repo + r"/branches/(?P<branch>.+)", self._get_branch),
             ("GET", repo + r"/commits/(?P<sha>[^/]+)", self._get_commit),
