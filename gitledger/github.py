@@ -639,8 +639,13 @@ class GitHubContext:
 
 
 def _is_pull(issue: Issue) -> bool:
-    """Is this issues-list entry a pull request? (Without completing the object: no extra call.)"""
-    return "/pull/" in (issue.html_url or "") or issue.pull_request is not None
+    """Is this issues-list entry a pull request?
+
+    A PR's html_url is ``…/pull/N`` (an issue's is ``…/issues/N``). Reading ``issue.pull_request``
+    instead would make PyGithub fetch every plain issue again (the key is absent from their list entry).
+    """
+    url = issue.html_url or ""
+    return "/pull/" in url if url else issue.pull_request is not None
 
 
 def _message(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from gitledger.cli import app as _app_module
+from gitledger.cli import github as _github  # noqa: F401  (registers commands)
 from gitledger.cli import inspect as _inspect  # noqa: F401  (registers commands)
 from gitledger.cli import keys as _keys  # noqa: F401
 from gitledger.cli import steps as _steps  # noqa: F401
