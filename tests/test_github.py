@@ -97,7 +97,7 @@ def test_settings_precedence_and_token_fallback(repo: Path) -> None:
 
 
 def test_missing_token_names_both_variables() -> None:
-    with pytest.raises(GitHubSettingsError, match="GITHUB_TOKEN.*GH_TOKEN") as info:
+    with pytest.raises(GitHubSettingsError, match=r"GITHUB_TOKEN.*GH_TOKEN") as info:
         GitHubSettings.resolve("o/r", None, None, env={"GITHUB_TOKEN": "  "})
     assert info.value.exit_code == 2 and "\n" not in info.value.message
 
