@@ -175,7 +175,7 @@ def test_token_never_reaches_output_or_the_ledger(github: FakeGitHub, work: Path
     github.inject("GET", PULLS, status(500, f"token {TOKEN} echoed by a proxy"), times=None)
     outputs.append(run_step(github, work, open_pr_command()))
     github.clear_faults()
-    github.inject("POST", PULLS, status(502, f"bad gateway {TOKEN}"), times=1)
+    github.inject("POST", PULLS, status(502, f"bad gateway {TOKEN}"), times=2)
     outputs.append(run_step(github, work, open_pr_command()))  # the command fails: unknown, no PR
     outputs.append(run_step(github, work, open_pr_command()))  # retried: created
     outputs.append(run_gitledger("log", cwd=work))
