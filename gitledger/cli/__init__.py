@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from gitledger.cli import app as _app_module
+from gitledger.cli import hooks as _hooks  # noqa: F401  (registers commands)
 from gitledger.cli import keys as _keys  # noqa: F401  (registers commands)
 from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 
