@@ -260,6 +260,19 @@ def test_foreign_hook_is_chained_and_still_runs(clone: Path, tmp_path: Path) -> 
     assert raw_message(clone).endswith(f"Gitledger-Key: {KEY}\n".encode())
 
 
+def test_chained_hook_still_runs_when_pre_commit_displaced_ours(clone: Path, tmp_path: Path) -> None:
+    """'pre-commit install' renames an existing hook to NAME.legacy and runs it from its own hook."""
+    log = tmp_path / "foreign.log"
+    directory = hooks_dir(clone)
+    write_script(directory / "commit-msg", f"#!/bin/sh\necho ran >> {log}\n")
+    install(clone)
+    os.rename(directory / "commit-msg", directory / "commit-msg.legacy")
+    write_script(directory / "commit-msg", '#!/bin/sh\nexec "$0.legacy" "$@"\n')
+    assert commit(clone, "displaced", key=KEY).returncode == 0
+    assert log.read_text() == "ran\n"
+    assert raw_message(clone).endswith(f"Gitledger-Key: {KEY}\n".encode())
+
+
 def test_failing_foreign_hook_blocks_the_commit(clone: Path) -> None:
     write_script(hooks_dir(clone) / "commit-msg", '#!/bin/sh\necho "foreign says no" >&2\nexit 1\n')
     install(clone)
@@ -538,3 +551,4 @@ def test_no_git_env_drops_repository_variables_and_keeps_transport_ones() -> Non
         "GIT_CONFIG_KEY_0": "a.b",
         "PATH": "/bin",
     }
+
