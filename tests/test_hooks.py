@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import stat
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gitledger import hooks
-from gitledger.errors import GitledgerError
+from gitledger.errors import CheckError, GitledgerError
 from gitledger.hooks import (
     CHAINED_SUFFIX,
     HOOK_NAMES,
@@ -552,3 +553,24 @@ def test_no_git_env_drops_repository_variables_and_keeps_transport_ones() -> Non
         "PATH": "/bin",
     }
 
+
+def test_check_push_command_reports_finder_results(
+    clone: Path, remote: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from gitledger.cli import main
+
+    sha = git("rev-parse", "HEAD", cwd=clone)
+    argv = ["hooks", "check-push", "--git-dir", str(clone / ".git"), "--", "origin", str(remote)]
+
+    def found(key: str) -> str | None:
+        return "https://example.invalid/pulls/7"
+
+    def cannot_tell(key: str) -> str | None:
+        raise CheckError("the forge is unreachable")
+
+    for finder, expected in ((found, "pulls/7"), (cannot_tell, "the forge is unreachable")):
+        monkeypatch.setattr(hooks, "existence_finders", lambda *args, f=finder: [f])
+        monkeypatch.setattr(sys, "stdin", io.StringIO(f"{sha} refs/heads/new {KEY}\n"))
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert expected in err and "GITLEDGER_ALLOW_DUPLICATE=1 git push" in err

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from gitledger.cli.app import app
-from gitledger.errors import GitledgerError
+from gitledger.errors import CheckError, GitledgerError
 
 hooks_app = typer.Typer(
     name="hooks",
@@ -88,9 +88,14 @@ def check_push_command(
 
     pushes = parse_push_lines(sys.stdin.read())
     if pushes:
-        conflicts = check_push(
-            git_dir, remote, pushes, url=url, finders=existence_finders(git_dir, remote, url)
-        )
+        try:
+            conflicts = check_push(
+                git_dir, remote, pushes, url=url, finders=existence_finders(git_dir, remote, url)
+            )
+        except CheckError as exc:
+            raise CheckError(
+                f"{exc.message}; cannot tell whether this push is a duplicate, {OVERRIDE_HINT}"
+            ) from exc
         for conflict in conflicts:
             typer.echo(f"gitledger: {conflict.message()}", err=True)
         if conflicts:
