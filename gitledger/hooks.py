@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from gitledger.errors import GitError, GitledgerError, UsageError
 from gitledger.keys import KEY_RE, TRAILER_TOKEN, Names, branch_for
@@ -167,14 +168,26 @@ def hooks_dir(repo: Path) -> Path:
     return Path(os.path.abspath(path if path.is_absolute() else repo / path))
 
 
+HookAction = Literal[
+    "installed",
+    "chained",
+    "unchanged",
+    "updated",
+    "replaced",
+    "removed",
+    "restored",
+    "not-installed",
+    "kept-foreign",
+]
+
+
 @dataclass(frozen=True)
 class HookChange:
     """What :func:`install` or :func:`uninstall` did to one hook."""
 
     name: str
     path: Path
-    action: str
-    """installed, chained, unchanged, updated, replaced, removed, restored, not-installed, kept-foreign."""
+    action: HookAction
 
     def describe(self) -> str:
         chained = f"{self.name}{CHAINED_SUFFIX}"
@@ -182,7 +195,7 @@ class HookChange:
             "installed": "installed",
             "chained": f"installed; the hook that was there is kept as {chained} and runs first",
             "unchanged": "already installed",
-            "updated": "updated (same version, new interpreter path)",
+            "updated": "rewritten (same version; the interpreter path or local edits differed)",
             "replaced": "replaced a gitledger hook of another version",
             "removed": "removed",
             "restored": f"removed; the original hook is back from {chained}",
@@ -228,12 +241,13 @@ def install(repo_path: Path, force: bool = False, *, python: str | None = None) 
     """
     directory = hooks_dir(repo_path)
     interpreter = sys.executable if python is None else python
-    plan: list[tuple[str, Path, bytes, str]] = []
+    plan: list[tuple[str, Path, bytes, HookAction]] = []
     for name in HOOK_NAMES:
         target = directory / name
         chained = directory / f"{name}{CHAINED_SUFFIX}"
         content = render_hook(name, interpreter)
         existing = _read(target)
+        action: HookAction
         if existing is None:
             action = "installed"
         else:

@@ -28,7 +28,7 @@ from gitledger.hooks import (
     no_git_env,
     uninstall,
 )
-from gitledger.keys import StepKey, branch_for
+from gitledger.keys import KEY_RE, TRAILER_TOKEN, StepKey, branch_for
 from tests.helpers import ROOT, git, init_repo, run_gitledger
 
 ZERO = "0" * 40
@@ -131,6 +131,13 @@ def test_scripts_are_portable_sh_and_marked(name: str) -> None:
     if shutil.which("shellcheck"):
         proc = subprocess.run(["shellcheck", "-s", "sh", str(path)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout
+
+
+def test_scripts_agree_with_the_python_key_format() -> None:
+    for name in HOOK_NAMES:
+        text = (ROOT / "hooks" / name).read_text()
+        assert f"KEY_RE='{KEY_RE.pattern}'\n" in text
+        assert TRAILER_TOKEN in text
 
 
 def test_render_records_the_interpreter_safely_quoted() -> None:
