@@ -25,7 +25,8 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -231,13 +232,23 @@ def _write_hook(path: Path, content: bytes) -> None:
         raise
 
 
+@contextmanager
+def _fs_errors(directory: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or directory
+        raise GitledgerError(f"cannot change the hooks in {directory}: {exc.strerror} ({where})") from exc
+
+
 def install(repo_path: Path, force: bool = False, *, python: str | None = None) -> list[HookChange]:
     """Install the gitledger hooks into the hooks directory of the repository at ``repo_path``.
 
     A foreign hook is renamed to ``<name>.gitledger-chained`` (bytes, mode and symlink-ness kept) and
     runs first; it is never deleted. Installing again is idempotent. A gitledger hook of another version
     is replaced only with ``force``. ``python`` is the interpreter the hook records to run
-    ``python -m gitledger`` (default: this one). Nothing is changed when any hook cannot be installed.
+    ``python -m gitledger`` (default: this one). Refusals (another version without ``force``, a taken
+    ``.gitledger-chained`` name) are found before anything is changed.
     """
     directory = hooks_dir(repo_path)
     interpreter = sys.executable if python is None else python
@@ -270,20 +281,21 @@ def install(repo_path: Path, force: bool = False, *, python: str | None = None) 
                 )
         plan.append((name, target, content, action))
 
-    directory.mkdir(parents=True, exist_ok=True)
     changes: list[HookChange] = []
-    for name, target, content, action in plan:
-        if action == "chained":
-            chained = directory / f"{name}{CHAINED_SUFFIX}"
-            os.rename(target, chained)
-            try:
+    with _fs_errors(directory):
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, target, content, action in plan:
+            if action == "chained":
+                chained = directory / f"{name}{CHAINED_SUFFIX}"
+                os.rename(target, chained)
+                try:
+                    _write_hook(target, content)
+                except BaseException:
+                    os.rename(chained, target)
+                    raise
+            elif action != "unchanged":
                 _write_hook(target, content)
-            except BaseException:
-                os.rename(chained, target)
-                raise
-        elif action != "unchanged":
-            _write_hook(target, content)
-        changes.append(HookChange(name, target, action))
+            changes.append(HookChange(name, target, action))
     return changes
 
 
@@ -295,20 +307,22 @@ def uninstall(repo_path: Path) -> list[HookChange]:
     """
     directory = hooks_dir(repo_path)
     changes: list[HookChange] = []
-    for name in HOOK_NAMES:
-        target = directory / name
-        chained = directory / f"{name}{CHAINED_SUFFIX}"
-        existing = _read(target)
-        if existing is not None and hook_version(existing) is None:
-            changes.append(HookChange(name, target, "kept-foreign"))
-            continue
-        if existing is not None:
-            os.unlink(target)
-        if os.path.lexists(chained):
-            os.rename(chained, target)
-            changes.append(HookChange(name, target, "restored"))
-        else:
-            changes.append(HookChange(name, target, "removed" if existing is not None else "not-installed"))
+    with _fs_errors(directory):
+        for name in HOOK_NAMES:
+            target = directory / name
+            chained = directory / f"{name}{CHAINED_SUFFIX}"
+            existing = _read(target)
+            if existing is not None and hook_version(existing) is None:
+                changes.append(HookChange(name, target, "kept-foreign"))
+                continue
+            if existing is not None:
+                os.unlink(target)
+            if os.path.lexists(chained):
+                os.rename(chained, target)
+                changes.append(HookChange(name, target, "restored"))
+            else:
+                action: HookAction = "removed" if existing is not None else "not-installed"
+                changes.append(HookChange(name, target, action))
     return changes
 
 
