@@ -1317,6 +1317,7 @@ class FakeGitHub:
             before_write=lambda code: self._record(
                 RecordedRequest(method, path, query, code, body_for_record, fault_name)
             ),
+            refund_on_304=fault is None or fault.kind in ("delay", "drop_after_effect"),
         )
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
@@ -1420,6 +1421,8 @@ class FakeGitHub:
         method: str,
         resp: _Response,
         before_write: Callable[[int], None] | None = None,
+        *,
+        refund_on_304: bool = False,
     ) -> int:
         headers = {
             "Content-Type": "application/json; charset=utf-8",
@@ -1430,7 +1433,17 @@ class FakeGitHub:
             "X-Accepted-OAuth-Scopes": "",
             "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP",
         }
+        payload = b"" if resp.empty else json.dumps(resp.body, separators=(",", ":")).encode()
+        code = resp.status
+        if method in ("GET", "HEAD") and code == 200:
+            etag = f'W/"{hashlib.sha256(payload).hexdigest()}"'
+            headers["ETag"] = etag
+            headers["Cache-Control"] = CACHE_CONTROL
+            if etag in [t.strip() for t in (handler.headers.get("If-None-Match") or "").split(",")]:
+                code, payload = 304, b""
         with self._lock:
+            if code == 304 and refund_on_304:  # GitHub does not charge conditional requests answered 304
+                self._rate_used = max(self._rate_used - 1, 0)
             rate = self._rate()
         headers.update(
             {
@@ -1442,14 +1455,6 @@ class FakeGitHub:
             }
         )
         headers.update(resp.headers)
-        payload = b"" if resp.empty else json.dumps(resp.body, separators=(",", ":")).encode()
-        code = resp.status
-        if method in ("GET", "HEAD") and code == 200:
-            etag = f'W/"{hashlib.sha256(payload).hexdigest()}"'
-            headers["ETag"] = etag
-            headers["Cache-Control"] = CACHE_CONTROL
-            if etag in [t.strip() for t in (handler.headers.get("If-None-Match") or "").split(",")]:
-                code, payload = 304, b""
         if code in (204, 304):
             headers.pop("Content-Type", None)
             payload = b""
