@@ -437,7 +437,6 @@ class _Server(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fakegithub"
-    sys_version = ""
     timeout = 120  # idle keep-alive connections
     disable_nagle_algorithm = True  # headers and body are separate writes: avoid the 40 ms delayed-ACK stall
     server: _Server
@@ -453,6 +452,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             with self.server.connections_lock:
                 self.server.connections.discard(self.connection)
+
+    def version_string(self) -> str:
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
