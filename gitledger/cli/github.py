@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, content_from_options
+from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE
 from gitledger.errors import UsageError
 
 if TYPE_CHECKING:
@@ -53,6 +53,7 @@ def _step(
     """The step from --task/--step (and content options), else from run-step's GITLEDGER_* variables."""
     from gitledger.github_actions import step_from_env
     from gitledger.keys import StepKey
+    from gitledger.plan import content_from_options
 
     if task or step:
         if not (task and step):
