@@ -88,6 +88,12 @@ def test_created_then_skipped(github: FakeGitHub, work: Path) -> None:
     assert len(github.pulls()) == 1
 
 
+def test_run_steps_github_repo_reaches_the_command(github: FakeGitHub, work: Path) -> None:
+    bare = [*GITLEDGER, "github", "open-pr", "--title", "Fix", "-b", "Body"]  # no --github-repo of its own
+    first = result(run_step(github, work, bare))
+    assert first["status"] == "created" and len(github.pulls()) == 1
+
+
 def test_killed_after_the_pr_was_created_reruns_as_already_existed(github: FakeGitHub, work: Path) -> None:
     crashed = run_step(github, work, open_pr_command(), env={"GITLEDGER_FAULT": "after-effect"})
     assert crashed.returncode == -9
