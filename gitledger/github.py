@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from urllib3.response import BaseHTTPResponse
 
     from gitledger.git import GitRepo
-    from gitledger.keys import StepKey
+    from gitledger.keys import KeyRef, StepKey
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
@@ -560,7 +560,7 @@ class GitHubContext:
                 raise self.error(exc, f"list issues labelled {label!r}") from exc
             raise
 
-    def find_pull(self, step: StepKey, marker_scan: bool = True) -> FoundPull | None:
+    def find_pull(self, step: StepKey | KeyRef, marker_scan: bool = True) -> FoundPull | None:
         """The PR for ``step`` in any state (open, closed unmerged, merged), or None when there is none.
 
         Tried in order of cost: the key's convention branch as head (1 call), the key's label (1 call
