@@ -269,18 +269,22 @@ class GitRepo:
     def write_object(self, kind: str, data: bytes) -> str:
         """Write a loose object in-process (as git does: compressed, read-only, atomic rename)."""
         oid, raw = self.hash_object(kind, data)
-        folder = self.objects_dir / oid[:2]
-        final = folder / oid[2:]
-        if final.exists():
+        folder = os.path.join(self.objects_dir, oid[:2])
+        final = os.path.join(folder, oid[2:])
+        if os.path.exists(final):
             return oid
         import tempfile
 
-        folder.mkdir(exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        try:  # the fan-out folder almost always exists: create it only when it does not
+            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder)
+            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(zlib.compress(raw, 1))
-            os.chmod(tmp, 0o444)
+                os.fchmod(fh.fileno(), 0o444)
             os.replace(tmp, final)
         except BaseException:
             with contextlib.suppress(OSError):
