@@ -185,3 +185,24 @@ def test_notes_at_any_fanout_are_read(repo: Path):
         other = Intent.of(STEP)
         v3 = store.append(other, {"state": "attempting", "key": STEP.key}, None)
         assert store.load(other).version == v3
+
+
+def test_trees_are_formatted_as_git_formats_them(repo: Path):
+    """format_tree orders entries exactly as git does (a tree 'x' sorts as 'x/'), checked by git mktree."""
+    import random
+
+    from gitledger.git import format_tree
+
+    rng = random.Random(5)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="x")
+    tree = git("mktree", cwd=repo, input=f"100644 blob {blob}\tf\n")
+    names = ["a", "a.b", "a-b", "a0", "ab", "b", "ab.c", "é", "a_b", *[f"{i:02x}" for i in range(40)]]
+    with GitRepo.discover(repo) as r:
+        for _ in range(20):
+            chosen = rng.sample(names, rng.randint(1, len(names)))
+            entries = {n: ("40000", tree) if rng.random() < 0.5 else ("100644", blob) for n in chosen}
+            listing = "".join(
+                f"{'040000 tree' if mode == '40000' else '100644 blob'} {oid}\t{name}\n"
+                for name, (mode, oid) in entries.items()
+            )
+            assert r.hash_object("tree", format_tree(entries))[0] == git("mktree", cwd=repo, input=listing)
