@@ -195,7 +195,17 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
         section = results.get(name) or {"status": "not run"}
         add(f"**{name}**: {section.get('status')}" + (f" — {section['note']}" if section.get("note") else ""))
         figures = section.get("figures")
-        if figures:
+        if isinstance(figures, list) and figures and all(isinstance(r, dict) for r in figures):
+            columns = list(figures[0])
+            add("")
+            add("| " + " | ".join(columns) + " |")
+            add("|" + "---:|" * len(columns))
+            for row in figures:
+                add("| " + " | ".join(_f(row.get(c), 3) for c in columns) + " |")
+        elif isinstance(figures, dict) and isinstance(figures.get("ms"), dict):
+            ms = figures["ms"]
+            add(f"\n- median {_f(ms['median'], 1)} ms, p90 {_f(ms['p90'], 1)} ms over {ms['n']} runs")
+        elif figures:
             add("")
             add("```json")
             add(json.dumps(figures, indent=1)[:4000])

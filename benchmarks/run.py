@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import os
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,7 @@ from benchmarks import (  # noqa: E402  (the checkout must be importable first)
     plot,
     report,
 )
-from benchmarks.common import PY, bench_env, log, machine, use_isolated_git  # noqa: E402
+from benchmarks.common import PY, bench_env, isolated_home, log, machine, use_isolated_git  # noqa: E402
 
 SECTIONS = ("overhead", "process", "concurrency", "sync", "audit", "profile")
 
@@ -41,14 +42,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "process": {"runs": 40, "ledger_size": 1_000},
         "concurrency": {"processes": [1, 2, 4, 8], "steps": 40},
         "profile": {"size": 10_000, "reps": 300, "import_runs": 15},
-        "sync": {"quick": False},
+        "sync": {"sizes": [1_000, 10_000]},
+        "audit": {"runs": 10, "prs": 300},
     },
     "quick": {
         "overhead": {"sizes": [100, 1_000, 10_000], "reps": 60, "min_reps": 4, "budget_s": 1.0},
         "process": {"runs": 10, "ledger_size": 1_000},
         "concurrency": {"processes": [1, 2, 4], "steps": 10},
         "profile": {"size": 1_000, "reps": 50, "import_runs": 5},
-        "sync": {"quick": True},
+        "sync": {"sizes": [1_000]},
+        "audit": {"runs": 3, "prs": 50},
     },
     # the smallest configuration of everything: what tests/test_benchmarks_smoke.py runs
     "smoke": {
@@ -56,7 +59,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "process": {"runs": 1, "ledger_size": 10},
         "concurrency": {"processes": [1, 2], "steps": 2},
         "profile": {"size": 20, "reps": 3, "import_runs": 1},
-        "sync": {"quick": True},
+        "sync": {"sizes": [50]},
+        "audit": {"runs": 1, "prs": 5},
     },
 }
 
@@ -69,48 +73,75 @@ def _call_with_known(func: Any, **kwargs: Any) -> Any:
     return func(**{k: v for k, v in kwargs.items() if k in params})
 
 
-def run_sync(workdir: Path, quick: bool) -> dict[str, Any]:
-    """Hook: ``benchmarks/bench_sync.py`` (branch ``sync``) when it has landed; its ``run()`` result."""
+def run_sync(workdir: Path, sizes: list[int]) -> dict[str, Any]:
+    """Hook: ``benchmarks/bench_sync.py`` (branch ``sync``) when it has landed; its ``run()`` rows."""
     if not (ROOT / "benchmarks" / "bench_sync.py").exists():
         return {
             "status": "pending",
             "note": "benchmarks/bench_sync.py is not on this branch yet (hook ready)",
         }
-    module = importlib.import_module("benchmarks.bench_sync")
-    func = getattr(module, "run", None) or getattr(module, "main", None)
-    if func is None:
-        return {"status": "error", "note": "benchmarks/bench_sync.py has no run() or main()"}
+    saved = dict(os.environ)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), saved.get("PYTHONPATH")]))
+    os.environ["HOME"] = str(isolated_home())
     try:
-        figures = _call_with_known(func, workdir=workdir / "sync", quick=quick, out=workdir / "sync-out")
+        module = importlib.import_module("benchmarks.bench_sync")
+        func = getattr(module, "run", None)
+        if func is None:
+            return {"status": "error", "note": "benchmarks/bench_sync.py has no run()"}
+        params = inspect.signature(func).parameters
+        if "n" in params:  # run(n, shared_ratio) -> one row per size
+            rows = [func(n, 0.1) if "shared_ratio" in params else func(n) for n in sizes]
+        else:
+            rows = [_call_with_known(func, workdir=workdir / "sync", sizes=sizes)]
     except Exception as exc:  # a hook into someone else's module must not lose the other results
         return {"status": "error", "note": f"{type(exc).__name__}: {exc}"}
-    return {"status": "measured", "figures": figures}
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return {
+        "status": "measured",
+        "note": "benchmarks/bench_sync.py run(n, 0.1): two diverged ledgers of n keys, 10% shared",
+        "figures": rows,
+    }
 
 
-def run_audit(workdir: Path, runs: int) -> dict[str, Any]:
-    """Hook: time ``gitledger audit --json`` on a small ledger when the command exists."""
-    env = bench_env()
+def run_audit(workdir: Path, runs: int, prs: int, source: Path = ROOT) -> dict[str, Any]:
+    """Hook: time ``gitledger audit --json`` against the local fake GitHub when both exist.
+
+    ``source`` is the checkout whose gitledger is measured (this one by default).
+    """
+    env = bench_env({"PYTHONPATH": str(source)})
     probe = subprocess.run(
-        [PY, "-m", "gitledger", "audit", "--help"], cwd=ROOT, env=env, capture_output=True, check=False
+        [PY, "-m", "gitledger", "audit", "--help"], cwd=workdir, env=env, capture_output=True, check=False
     )
     if probe.returncode != 0:
         return {"status": "pending", "note": "'gitledger audit' is not on this branch yet (hook ready)"}
-    repo, launcher, env = bench_process.prepare(workdir / "audit", 1_000)
-    samples = []
-    last = None
-    for _ in range(runs):
-        start = time.perf_counter()
-        last = subprocess.run(
-            [str(launcher), "audit", "--json"], cwd=repo, env=env, capture_output=True, text=True, check=False
-        )
-        samples.append(time.perf_counter() - start)
+    try:
+        from tests.fakegithub import FakeGitHub
+    except ImportError:
+        return {"status": "pending", "note": "tests/fakegithub.py is missing: no local GitHub to audit"}
     from benchmarks.common import summarize
 
+    repo, launcher, _ = bench_process.prepare(workdir / "audit", 1_000)
+    samples = []
+    last = None
+    with FakeGitHub(tokens=["bench-token"]) as server:
+        server.add_repo("acme/bench")
+        server.seed_prs(prs, "acme/bench")
+        run_env = {**env, "GITHUB_API_URL": server.url, "GITHUB_TOKEN": "bench-token"}
+        argv = [str(launcher), "audit", "--github-repo", "acme/bench", "--json"]
+        for _ in range(runs):
+            start = time.perf_counter()
+            last = subprocess.run(argv, cwd=repo, env=run_env, capture_output=True, text=True, check=False)
+            samples.append(time.perf_counter() - start)
     assert last is not None
     return {
         "status": "measured" if last.returncode == 0 else "error",
-        "note": f"audit --json, 1,000 entries, exit {last.returncode}: {last.stderr.strip()[-300:]}",
-        "figures": {"ms": summarize(samples)},
+        "note": (
+            f"gitledger audit --json: ledger of 1,000 entries, {prs} PRs on the local fake GitHub; "
+            f"exit {last.returncode} {last.stderr.strip()[-300:]}"
+        ),
+        "figures": {"ms": summarize(samples), "prs": prs, "ledger_entries": 1_000},
     }
 
 
@@ -148,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if "sync" in only:
             results["sync"] = run_sync(workdir, **config["sync"])
         if "audit" in only:
-            results["audit"] = run_audit(workdir, config["process"]["runs"])
+            results["audit"] = run_audit(workdir, **config["audit"])
         if "profile" in only:
             results["profile"] = bench_profile.run(workdir / "profile", out=out, **config["profile"])
     finally:
