@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakegithub import FakeGitHub
 from tests.helpers import ROOT, init_repo
 
 _HOME = Path(tempfile.mkdtemp(prefix="gitledger-test-home-"))
@@ -57,8 +59,3 @@ def github() -> Iterator[FakeGitHub]:
     finally:
         server.stop()
     assert not server.errors, "fake GitHub internal errors:\n" + "\n".join(server.errors)
-
-
-from collections.abc import Iterator  # noqa: E402 - appended with the fixture above
-
-from tests.fakegithub import FakeGitHub  # noqa: E402

@@ -343,7 +343,19 @@ class _Request:
     query_pairs: list[tuple[str, str]]
     headers: Message
     body: Any
-    refs_cache: dict[str, dict[str, _Ref]] = field(default_factory=dict)
+    # Per-request caches: git refs (dropped by the handlers that move refs) and, for read-only requests only,
+    # derived values such as the embedded repository JSON, so list pages stay O(page) rather than O(page * N).
+    git_cache: dict[str, tuple[dict[str, _Ref], dict[str, str]]] = field(default_factory=dict)
+    memo: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    @property
+    def read_only(self) -> bool:
+        return self.method in ("GET", "HEAD", "INTERNAL")
+
+
+def _scratch_request() -> _Request:
+    """A pseudo-request for the Python helpers, so they share one refs snapshot like a real request."""
+    return _Request("INTERNAL", "", "", {}, [], Message(), None)
 
 
 @dataclass
@@ -425,7 +437,6 @@ class _Server(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "fakegithub"
-    sys_version = ""
     timeout = 120  # idle keep-alive connections
     disable_nagle_algorithm = True  # headers and body are separate writes: avoid the 40 ms delayed-ACK stall
     server: _Server
@@ -441,6 +452,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         finally:
             with self.server.connections_lock:
                 self.server.connections.discard(self.connection)
+
+    def version_string(self) -> str:
+        return self.server_version
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -633,7 +647,7 @@ class FakeGitHub:
             issue = r.issues.get(number)
             if issue is None or issue.pull is None:
                 raise KeyError(f"no pull request #{number} in {r.full_name}")
-            self._refresh_pull(None, r, issue)
+            self._refresh_pull(_scratch_request(), r, issue)
             now = self._clock()
             pull = issue.pull
             pull.merged, pull.merged_at = True, now
@@ -644,11 +658,12 @@ class FakeGitHub:
         """A compact snapshot of every PR, oldest first (for assertions)."""
         with self._lock:
             r = self._repo(repo)
+            scratch = _scratch_request()
             out = []
             for issue in sorted(r.issues.values(), key=lambda i: i.number):
                 if issue.pull is None:
                     continue
-                self._refresh_pull(None, r, issue)
+                self._refresh_pull(scratch, r, issue)
                 out.append(
                     {
                         "number": issue.number,
@@ -795,23 +810,33 @@ class FakeGitHub:
             refs[name] = _Ref(name, sha, kind)
         return refs
 
-    def _refs(self, req: _Request | None, repo: _Repo) -> dict[str, _Ref]:
-        """All refs of ``repo``, read once per request."""
-        if req is None:
-            return self._read_refs(repo)
+    def _git_snapshot(self, req: _Request, repo: _Repo) -> tuple[dict[str, _Ref], dict[str, str]]:
+        """All refs of ``repo`` and its branch -> SHA map, read with one ``git for-each-ref`` per request."""
         key = repo.full_name.lower()
-        if key not in req.refs_cache:
-            req.refs_cache[key] = self._read_refs(repo)
-        return req.refs_cache[key]
+        if key not in req.git_cache:
+            refs = self._read_refs(repo)
+            branches = {
+                name.removeprefix("refs/heads/"): ref.sha
+                for name, ref in refs.items()
+                if name.startswith("refs/heads/")
+            }
+            req.git_cache[key] = (refs, branches)
+        return req.git_cache[key]
 
-    def _branches(self, req: _Request | None, repo: _Repo) -> dict[str, str]:
-        return {
-            name.removeprefix("refs/heads/"): ref.sha
-            for name, ref in self._refs(req, repo).items()
-            if name.startswith("refs/heads/")
-        }
+    def _refs(self, req: _Request, repo: _Repo) -> dict[str, _Ref]:
+        return self._git_snapshot(req, repo)[0]
 
-    def _refresh_pull(self, req: _Request | None, repo: _Repo, issue: _Issue) -> None:
+    def _branches(self, req: _Request, repo: _Repo) -> dict[str, str]:
+        return self._git_snapshot(req, repo)[1]
+
+    def _memo(self, req: _Request | None, key: tuple[str, str], compute: Callable[[], Any]) -> Any:
+        if req is None or not req.read_only:
+            return compute()
+        if key not in req.memo:
+            req.memo[key] = compute()
+        return req.memo[key]
+
+    def _refresh_pull(self, req: _Request, repo: _Repo, issue: _Issue) -> None:
         """Open PRs follow their branches, like GitHub; closed PRs keep the SHAs they had."""
         pull = issue.pull
         if pull is None or issue.state != "open":
@@ -889,7 +914,11 @@ class FakeGitHub:
             "site_admin": False,
         }
 
-    def _repo_json(self, repo: _Repo) -> JSON:
+    def _repo_json(self, repo: _Repo, req: _Request | None = None) -> JSON:
+        data: JSON = self._memo(req, ("repo", repo.full_name), lambda: self._build_repo_json(repo))
+        return data
+
+    def _build_repo_json(self, repo: _Repo) -> JSON:
         base = self._api_base(repo)
         open_issues = sum(i.state == "open" for i in repo.issues.values())
         return {
@@ -964,8 +993,15 @@ class FakeGitHub:
     def _issue_labels(self, repo: _Repo, issue: _Issue) -> list[JSON]:
         return [self._label_json(repo, repo.labels[k]) for k in issue.labels if k in repo.labels]
 
-    def _comment_count(self, repo: _Repo, number: int) -> int:
-        return sum(1 for c in repo.comments.values() if c.number == number)
+    def _comment_count(self, repo: _Repo, number: int, req: _Request | None = None) -> int:
+        def count_all() -> dict[int, int]:
+            counts: dict[int, int] = {}
+            for c in repo.comments.values():
+                counts[c.number] = counts.get(c.number, 0) + 1
+            return counts
+
+        counts: dict[int, int] = self._memo(req, ("comment_counts", repo.full_name), count_all)
+        return counts.get(number, 0)
 
     def _html_issue(self, repo: _Repo, issue: _Issue) -> str:
         kind = "pull" if issue.pull is not None else "issues"
@@ -993,7 +1029,7 @@ class FakeGitHub:
             "assignee": None,
             "assignees": [],
             "milestone": None,
-            "comments": self._comment_count(repo, issue.number),
+            "comments": self._comment_count(repo, issue.number, req),
             "created_at": _iso(issue.created_at),
             "updated_at": _iso(issue.updated_at),
             "closed_at": _iso(issue.closed_at),
@@ -1017,13 +1053,13 @@ class FakeGitHub:
             }
         return data
 
-    def _pull_part(self, repo: _Repo, ref: str, sha: str) -> JSON:
+    def _pull_part(self, req: _Request, repo: _Repo, ref: str, sha: str) -> JSON:
         return {
             "label": f"{repo.owner}:{ref}",
             "ref": ref,
             "sha": sha,
             "user": self._user_json(repo.owner),
-            "repo": self._repo_json(repo),
+            "repo": self._repo_json(repo, req),
         }
 
     def _pull_json(self, req: _Request, repo: _Repo, issue: _Issue, *, full: bool) -> JSON:
@@ -1065,8 +1101,8 @@ class FakeGitHub:
             "assignees": [],
             "requested_reviewers": [],
             "requested_teams": [],
-            "head": self._pull_part(repo, pull.head_ref, pull.head_sha),
-            "base": self._pull_part(repo, pull.base_ref, pull.base_sha),
+            "head": self._pull_part(req, repo, pull.head_ref, pull.head_sha),
+            "base": self._pull_part(req, repo, pull.base_ref, pull.base_sha),
             "_links": {
                 "self": {"href": url},
                 "html": {"href": html},
@@ -1091,7 +1127,7 @@ class FakeGitHub:
                     "rebaseable": True if is_open else None,
                     "mergeable_state": ("draft" if pull.draft else "clean") if is_open else "unknown",
                     "merged_by": self._user_json(self.login) if pull.merged else None,
-                    "comments": self._comment_count(repo, issue.number),
+                    "comments": self._comment_count(repo, issue.number, req),
                     "review_comments": 0,
                     "maintainer_can_modify": pull.maintainer_can_modify,
                     "commits": commits,
@@ -1283,6 +1319,7 @@ class FakeGitHub:
             before_write=lambda code: self._record(
                 RecordedRequest(method, path, query, code, body_for_record, fault_name)
             ),
+            refund_on_304=fault is None or fault.kind in ("delay", "drop_after_effect"),
         )
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
@@ -1386,6 +1423,8 @@ class FakeGitHub:
         method: str,
         resp: _Response,
         before_write: Callable[[int], None] | None = None,
+        *,
+        refund_on_304: bool = False,
     ) -> int:
         headers = {
             "Content-Type": "application/json; charset=utf-8",
@@ -1396,7 +1435,17 @@ class FakeGitHub:
             "X-Accepted-OAuth-Scopes": "",
             "Vary": "Accept, Authorization, Cookie, X-GitHub-OTP",
         }
+        payload = b"" if resp.empty else json.dumps(resp.body, separators=(",", ":")).encode()
+        code = resp.status
+        if method in ("GET", "HEAD") and code == 200:
+            etag = f'W/"{hashlib.sha256(payload).hexdigest()}"'
+            headers["ETag"] = etag
+            headers["Cache-Control"] = CACHE_CONTROL
+            if etag in [t.strip() for t in (handler.headers.get("If-None-Match") or "").split(",")]:
+                code, payload = 304, b""
         with self._lock:
+            if code == 304 and refund_on_304:  # GitHub does not charge conditional requests answered 304
+                self._rate_used = max(self._rate_used - 1, 0)
             rate = self._rate()
         headers.update(
             {
@@ -1408,14 +1457,6 @@ class FakeGitHub:
             }
         )
         headers.update(resp.headers)
-        payload = b"" if resp.empty else json.dumps(resp.body, separators=(",", ":")).encode()
-        code = resp.status
-        if method in ("GET", "HEAD") and code == 200:
-            etag = f'W/"{hashlib.sha256(payload).hexdigest()}"'
-            headers["ETag"] = etag
-            headers["Cache-Control"] = CACHE_CONTROL
-            if etag in [t.strip() for t in (handler.headers.get("If-None-Match") or "").split(",")]:
-                code, payload = 304, b""
         if code in (204, 304):
             headers.pop("Content-Type", None)
             payload = b""
@@ -1586,7 +1627,7 @@ class FakeGitHub:
         return _Response(200, {"resources": resources, "rate": core})
 
     def _get_repo(self, req: _Request, repo: _Repo) -> _Response:
-        return _Response(200, self._repo_json(repo))
+        return _Response(200, self._repo_json(repo, req))
 
     # -- pulls
 
@@ -1618,7 +1659,7 @@ class FakeGitHub:
         keys: dict[str, Callable[[_Issue], tuple[float, int]]] = {
             "created": lambda i: (i.created_at, i.number),
             "updated": lambda i: (i.updated_at, i.number),
-            "popularity": lambda i: (self._comment_count(repo, i.number), i.number),
+            "popularity": lambda i: (self._comment_count(repo, i.number, req), i.number),
             "long-running": lambda i: (-i.created_at, -i.number),
         }
         if sort not in keys:
@@ -1800,7 +1841,7 @@ class FakeGitHub:
         keys: dict[str, Callable[[_Issue], tuple[float, int]]] = {
             "created": lambda i: (i.created_at, i.number),
             "updated": lambda i: (i.updated_at, i.number),
-            "comments": lambda i: (self._comment_count(repo, i.number), i.number),
+            "comments": lambda i: (self._comment_count(repo, i.number, req), i.number),
         }
         if sort not in keys:
             raise _invalid("Issue", {"field": "sort", "code": "invalid"})
@@ -2103,7 +2144,7 @@ class FakeGitHub:
         if len(sha) != 40 or self._resolve_commit(repo, sha) is None:
             raise _error(422, "Object does not exist")
         _run_git(repo.bare, "update-ref", ref, sha, "")
-        req.refs_cache.clear()
+        req.git_cache.clear()
         data = self._ref_json(repo, self._refs(req, repo)[ref])
         return _Response(201, data, {"Location": data["url"]})
 
@@ -2120,7 +2161,7 @@ class FakeGitHub:
         if not body.get("force") and not ancestor:
             raise _error(422, "Update is not a fast forward")
         _run_git(repo.bare, "update-ref", full, sha, current.sha)
-        req.refs_cache.clear()
+        req.git_cache.clear()
         return _Response(200, self._ref_json(repo, self._refs(req, repo)[full]))
 
     def _delete_ref(self, req: _Request, repo: _Repo, ref: str) -> _Response:
@@ -2129,7 +2170,7 @@ class FakeGitHub:
         if current is None:
             raise _error(422, "Reference does not exist")
         _run_git(repo.bare, "update-ref", "-d", full, current.sha)
-        req.refs_cache.clear()
+        req.git_cache.clear()
         return _Response(204, empty=True)
 
 
