@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, content_from_options
+from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE
 from gitledger.errors import UsageError
+from gitledger.plan import content_from_options
 
 if TYPE_CHECKING:
     from gitledger.github_actions import Outcome
