@@ -34,6 +34,7 @@ EXISTING = "existing"
 GIT_NETWORK_TIMEOUT = 300.0
 LABEL_COLOR = "5319e7"
 LABEL_DESCRIPTION = "gitledger idempotency key (do not remove)"
+CREATE_RETRIES_AFTER_CHECK = 1  # re-sends of a PR create, each only after a look found nothing
 
 
 @dataclass
@@ -213,8 +214,10 @@ def open_pull_request(
     2. Push HEAD to the key's convention branch on ``remote`` unless the branch is there.
     3. Make sure the key's label exists; create the PR (head = the convention branch, body + marker).
     4. A 422 (e.g. "A pull request already exists"), a 5xx, a timeout or a dropped connection on the
-       create → query again: found → ``existing``; absent → an error saying that nothing exists and a
-       rerun is safe. The create is never re-sent here.
+       create → query again: found → ``existing``. Absent after a 422 → the error. Absent after an
+       unknown outcome → the create is sent once more (never blindly: only after the look, and GitHub
+       allows one open PR per head and base, so a late first create turns the second into a 422); a
+       second unknown → an error saying that nothing exists and a rerun is safe.
     5. Add the key's label to the new PR (a failure is a warning: head branch and marker still find it).
     """
     if not title.strip():
@@ -232,25 +235,35 @@ def open_pull_request(
     if problem:
         warnings.append(problem)
     target = base or ctx.default_branch()
-    try:
-        pr = ctx.repo.create_pull(base=target, head=step.branch, title=title, body=text)
-    except Exception as exc:
-        if not _github_failure(exc):
-            raise
-        definite = isinstance(exc, github.GithubException) and exc.status == 422
-        if not definite and not is_unknown_outcome(exc):
-            raise ctx.error(exc, "create the pull request") from exc
-        again = _existing(ctx, step)
-        if again is not None:
-            return again
-        if definite:
-            raise ctx.error(exc, f"create the pull request for {step.key}") from exc
-        raise WriteUnknownError(
-            ctx.redact(
-                f"creating the pull request for {step.key} got no definite answer ({describe(exc)}), "
-                "and no pull request for it exists now; rerun to try again (it will look first)"
-            )
-        ) from exc
+    pr = None
+    for attempt in range(1 + CREATE_RETRIES_AFTER_CHECK):
+        try:
+            pr = ctx.repo.create_pull(base=target, head=step.branch, title=title, body=text)
+            break
+        except Exception as exc:
+            if not _github_failure(exc):
+                raise
+            definite = isinstance(exc, github.GithubException) and exc.status == 422
+            if not definite and not is_unknown_outcome(exc):
+                raise ctx.error(exc, "create the pull request") from exc
+            again = _existing(ctx, step)
+            if again is not None:
+                again.warnings[:0] = warnings
+                return again
+            if definite:
+                raise ctx.error(exc, f"create the pull request for {step.key}") from exc
+            if attempt == CREATE_RETRIES_AFTER_CHECK:
+                raise WriteUnknownError(
+                    ctx.redact(
+                        f"creating the pull request for {step.key} got no definite answer "
+                        f"({describe(exc)}), and no pull request for it exists now; rerun to try again "
+                        "(it will look first)"
+                    )
+                ) from exc
+            # Absent after the look: send once more. Should the first create still land late, GitHub
+            # refuses the second (one open PR per head and base) with a 422, answered by a look.
+            warnings.append(ctx.redact(f"the first create got no definite answer ({describe(exc)})"))
+    assert pr is not None
     try:
         pr.add_to_labels(step.label)
     except Exception as exc:

@@ -89,11 +89,14 @@ def test_settings_precedence_and_token_fallback(repo: Path) -> None:
         assert (from_origin.repo, from_origin.token) == ("acme/from-origin", "gh")
         assert from_origin.api_url == "https://api.github.com"
         explicit = GitHubSettings.resolve(
-            "o/r", None, gr, env={"GITHUB_TOKEN": "a", "GH_TOKEN": "b", "GITHUB_API_URL": "https://h/api/v3/"}
+            "o/r",
+            None,
+            gr,
+            env={"GITHUB_TOKEN": "s3cret", "GH_TOKEN": "b", "GITHUB_API_URL": "https://h/api/v3/"},
         )
-        assert (explicit.repo, explicit.token, explicit.api_url) == ("o/r", "a", "https://h/api/v3")
+        assert (explicit.repo, explicit.token, explicit.api_url) == ("o/r", "s3cret", "https://h/api/v3")
         assert GitHubSettings.resolve("o/r", "http://x", gr, env={"GH_TOKEN": "b"}).api_url == "http://x"
-        assert "token" not in repr(explicit).lower().replace("token=", "")
+        assert "s3cret" not in repr(explicit)
 
 
 def test_missing_token_names_both_variables() -> None:
@@ -354,15 +357,27 @@ def test_create_answer_lost_finds_the_pr_instead_of_opening_another(
     assert github.count_requests("POST", PULLS) == 1  # never re-sent
 
 
-def test_create_5xx_without_effect_is_unknown_and_not_resent(
-    github: FakeGitHub, ctx: Any, work: Path
-) -> None:
+def test_create_5xx_is_resent_once_and_only_after_a_look(github: FakeGitHub, ctx: Any, work: Path) -> None:
     from gitledger.github_actions import open_pull_request
 
     github.inject("POST", PULLS, status(502), times=None)
     with GitRepo.discover(work) as gr, pytest.raises(WriteUnknownError, match="rerun to try again"):
         open_pull_request(ctx, key(), title="Fix", body="", git_repo=gr)
-    assert github.pulls() == [] and github.count_requests("POST", PULLS) == 1
+    assert github.pulls() == []
+    trail = [(r.method, r.query.get("head", "")) for r in github.requests if r.path.endswith("/pulls")]
+    head = f"acme:{key().branch}"
+    look = [("GET", head), ("GET", "")]  # head filter, then the marker scan (labels are on /issues)
+    assert trail == [*look, ("POST", ""), *look, ("POST", ""), *look]
+
+
+def test_create_5xx_then_success_makes_one_pr(github: FakeGitHub, ctx: Any, work: Path) -> None:
+    from gitledger.github_actions import open_pull_request
+
+    github.inject("POST", PULLS, status(503), times=1)
+    with GitRepo.discover(work) as gr:
+        outcome = open_pull_request(ctx, key(), title="Fix", body="", git_repo=gr)
+    assert outcome.status == "created" and len(github.pulls()) == 1
+    assert outcome.warnings and "HTTP 503" in outcome.warnings[0]
 
 
 def test_422_already_exists_reports_the_existing_pr(github: FakeGitHub, ctx: Any, work: Path) -> None:

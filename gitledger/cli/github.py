@@ -54,6 +54,7 @@ def _step(
     """The step from --task/--step (and content options), else from run-step's GITLEDGER_* variables."""
     from gitledger.github_actions import step_from_env
     from gitledger.keys import StepKey
+    from gitledger.plan import content_from_options
 
     if task or step:
         if not (task and step):
