@@ -15,7 +15,6 @@ import typer
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
 from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE
 from gitledger.errors import UsageError
-from gitledger.plan import content_from_options
 
 if TYPE_CHECKING:
     from gitledger.github_actions import Outcome
