@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitledger import config as config_mod
-from gitledger.errors import GitledgerError, UsageError
+from gitledger.errors import GitError, GitledgerError, UsageError
 from gitledger.git import GitRepo, git_env, last_line
 from gitledger.keys import (
     BRANCH_DIGEST_LEN,
@@ -359,7 +359,8 @@ def auth_env(url: str, token: str, web_url: str, environ: Mapping[str, str]) -> 
     if parsed.scheme != "https" or parsed.hostname is None or parsed.hostname != web.hostname:
         return {}
     credentials = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    index = int(environ.get("GIT_CONFIG_COUNT", "0") or "0")
+    count = environ.get("GIT_CONFIG_COUNT", "").strip()
+    index = int(count) if count.isdigit() else 0
     return {
         "GIT_CONFIG_COUNT": str(index + 1),
         f"GIT_CONFIG_KEY_{index}": f"http.https://{parsed.netloc}/.extraheader",
@@ -374,7 +375,7 @@ class ScanRepo:
     repo: GitRepo
     source: str  # a URL, or the name of a remote configured in ``repo``
     env: dict[str, str]
-    temporary: Path | None = None
+    temporary: Path | None = None  # the folder of a throw-away clone (deleted by close)
     processes: int = 0
 
     def git(
@@ -385,28 +386,29 @@ class ScanRepo:
         return proc.returncode, proc.stdout, proc.stderr
 
     def close(self) -> None:
-        self.repo.close()
         if self.temporary is not None:
+            self.repo.close()
             shutil.rmtree(self.temporary, ignore_errors=True)
 
 
-def open_scan_repo(ledger_repo: GitRepo | None, url: str, extra_env: dict[str, str]) -> ScanRepo:
-    """The user's repository when it can take the refs (not shallow), else a temporary partial clone.
+def can_take_refs(repo: GitRepo) -> bool:
+    """Can the PR heads be fetched into the user's repository? Not into a shallow one."""
+    return repo.out("rev-parse", "--is-shallow-repository", check=False) == "false"
 
-    The temporary repository fetches commits only (``--filter=tree:0``); nothing else is needed to read
-    trailers. The token header (``extra_env``) is used only there: the user's repository has its own
-    credentials, and a second Authorization header would make GitHub refuse the fetch.
+
+def temporary_scan_repo(url: str, extra_env: dict[str, str]) -> ScanRepo:
+    """A throw-away bare partial clone that fetches commits only (``--filter=tree:0``).
+
+    Only commits are needed to read trailers, so this costs little even for a large repository. The
+    token header (``extra_env``) is used only here: the user's own repository has its credentials, and
+    a second Authorization header would make GitHub refuse the fetch.
     """
-    if ledger_repo is not None:
-        shallow = ledger_repo.out("rev-parse", "--is-shallow-repository", check=False)
-        if shallow != "true":
-            return ScanRepo(GitRepo.discover(ledger_repo.git_dir), url, {})
     folder = Path(tempfile.mkdtemp(prefix="gitledger-audit-"))
     try:
         bare = folder / "scan.git"
-        subprocess.run(
-            ["git", "init", "-q", "--bare", str(bare)], capture_output=True, env=git_env(), check=True
-        )
+        proc = subprocess.run(["git", "init", "-q", "--bare", str(bare)], capture_output=True, env=git_env())
+        if proc.returncode != 0:
+            raise GitError(f"git init failed: {last_line(proc.stderr)}")
         repo = GitRepo.discover(bare)
         for setting in (
             ("core.repositoryformatversion", "1"),
@@ -423,7 +425,15 @@ def open_scan_repo(ledger_repo: GitRepo | None, url: str, extra_env: dict[str, s
     return ScanRepo(repo, "gitledger-audit", extra_env, temporary=folder)
 
 
-def fetch_heads(scan: ScanRepo, pulls: Sequence[Pull], redact: Any) -> None:
+def fetch_and_read(scan: ScanRepo, pulls: Sequence[Pull], redact: Callable[[str], str]) -> TrailerScan:
+    fetch_heads(scan, pulls, redact)
+    keys, scanned = read_trailers_git(scan, pulls)
+    return TrailerScan(
+        "git", keys, scanned=scanned, skipped=len(pulls) - scanned, git_processes=scan.processes
+    )
+
+
+def fetch_heads(scan: ScanRepo, pulls: Sequence[Pull], redact: Callable[[str], str]) -> None:
     """Fetch every PR head and branch tip, then any base commit still missing (best effort)."""
     refspecs = [f"+refs/pull/*/head:{PULL_REFS}*", f"+refs/heads/*:{HEAD_REFS}*"]
     filt = ["--filter=tree:0"] if scan.temporary is not None else []
@@ -462,8 +472,9 @@ def _keys_of(values: str) -> set[str]:
     return {v.strip() for v in values.split("\x01") if KEY_RE.match(v.strip())}
 
 
-def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> dict[int, set[str]]:
-    """Trailer keys of every PR's commits (``base..head``, at most 250 each), from the fetched refs.
+def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> tuple[dict[int, set[str]], int]:
+    """Trailer keys of every PR's commits (``base..head``, at most 250 each), from the fetched refs,
+    and the number of PRs whose head was there to read.
 
     One ``git for-each-ref`` reads each head commit; one ``git log`` per distinct base reads the rest.
     Commits reachable from the PR's base are not the PR's (they are on the branch it targets). When the
@@ -498,7 +509,11 @@ def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> dict[int, set[st
     for base, members in sorted(by_base.items()):
         revs = "".join(f"{heads[p.number]}\n" for p in members) + f"^{base}\n"
         code, out, err = scan.git(
-            "log", "--stdin", f"--format=%x1e%H%x1f%P%x1f{_TRAILER_FORMAT}", input=revs.encode()
+            "log",
+            "--stdin",
+            "--no-show-signature",
+            f"--format=%x1e%H%x1f%P%x1f{_TRAILER_FORMAT}",
+            input=revs.encode(),
         )
         if code != 0:
             raise FetchError(f"git log failed: {last_line(err)}")
@@ -509,7 +524,7 @@ def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> dict[int, set[st
                 commits[parts[0]] = (parts[1].split(), _keys_of(parts[2]))
         for pull in members:
             keys[pull.number] |= _walk(heads[pull.number], commits)
-    return dict(keys)
+    return dict(keys), len(wanted)
 
 
 def _walk(head: str, commits: Mapping[str, tuple[list[str], set[str]]]) -> set[str]:
@@ -789,10 +804,10 @@ class AuditReport:
 def _discover(path: Path | None) -> GitRepo | None:
     try:
         return GitRepo.discover(path)
-    except UsageError:
+    except (UsageError, OSError):
         if path is not None:
             raise
-        return None  # not inside a git repository: audit GitHub only
+        return None  # not inside a git repository (or no git at all): audit GitHub only
 
 
 def _origin_names(repo: GitRepo | None, full_name: str) -> str | None:
@@ -860,27 +875,37 @@ def scan_trailers(
 ) -> TrailerScan:
     if options.trailers == "none" or not pulls:
         return TrailerScan("none")
-    problem = None
+    problems: list[str] = []
     if options.trailers in ("auto", "git"):
         environ = os.environ if options.env is None else options.env
-        scan_repo = None
         try:
             url = _origin_names(ledger_repo, ctx.full_name) or _clone_url(ctx)
             extra = auth_env(url, ctx.settings.token, ctx.web_url(), environ)
-            scan_repo = open_scan_repo(ledger_repo, url, extra)
-            fetch_heads(scan_repo, pulls, ctx.redact)
-            keys = read_trailers_git(scan_repo, pulls)
-            return TrailerScan("git", keys, scanned=len(pulls), git_processes=scan_repo.processes)
+            # The user's repository first (its credentials, and later audits fetch only what is new),
+            # then a throw-away clone with the token (when there is a token to offer, or no choice).
+            places: list[Callable[[], ScanRepo]] = []
+            if ledger_repo is not None and can_take_refs(ledger_repo):
+                places.append(lambda: ScanRepo(ledger_repo, url, {}))
+            if not places or extra:
+                places.append(lambda: temporary_scan_repo(url, extra))
         except (GitledgerError, OSError) as exc:
-            problem = ctx.redact(str(exc))
-            if options.trailers == "git":
-                raise GitledgerError(f"cannot read commit trailers with git: {problem}") from exc
-        finally:
-            if scan_repo is not None:
-                scan_repo.close()
+            problems.append(ctx.redact(str(exc)))
+            places = []
+        for place in places:
+            scan_repo = None
+            try:
+                scan_repo = place()
+                return fetch_and_read(scan_repo, pulls, ctx.redact)
+            except (GitledgerError, OSError) as exc:
+                problems.append(ctx.redact(str(exc)))
+            finally:
+                if scan_repo is not None:
+                    scan_repo.close()
+        if options.trailers == "git":
+            raise GitledgerError(f"cannot read commit trailers with git: {'; '.join(problems)}")
     result = read_trailers_api(ctx, pulls, options.commit_api_limit)
-    if problem:
-        result.warnings.insert(0, f"reading trailers with git failed ({problem}); used the API instead")
+    if problems:
+        result.warnings.insert(0, f"reading trailers with git failed ({'; '.join(problems)}); used the API")
     return result
 
 

@@ -338,3 +338,24 @@ def test_thousand_prs_cost_a_dozen_api_calls(github: FakeGitHub, work: Path) -> 
     assert github.count_requests("GET", r"/pulls$") == 10
     print(f"1000 PRs: {report['api_calls']} API calls, {elapsed:.2f} s (audit itself {report['seconds']} s)")
     assert elapsed < 60
+
+
+def test_token_reaches_git_only_as_a_header_for_the_repository_host() -> None:
+    import base64
+
+    from gitledger.audit import auth_env
+
+    env = auth_env("https://github.com/acme/widgets.git", "s3cret", "https://github.com/acme/widgets", {})
+    assert env["GIT_CONFIG_COUNT"] == "1"
+    assert env["GIT_CONFIG_KEY_0"] == "http.https://github.com/.extraheader"
+    assert (
+        env["GIT_CONFIG_VALUE_0"]
+        == "AUTHORIZATION: basic " + base64.b64encode(b"x-access-token:s3cret").decode()
+    )
+    shifted = auth_env(
+        "https://ghe.example/o/r.git", "t", "https://ghe.example/o/r", {"GIT_CONFIG_COUNT": "2"}
+    )
+    assert shifted["GIT_CONFIG_COUNT"] == "3" and "GIT_CONFIG_KEY_2" in shifted
+    assert auth_env("https://evil.example/o/r.git", "t", "https://github.com/o/r", {}) == {}
+    assert auth_env("http://github.com/o/r.git", "t", "https://github.com/o/r", {}) == {}  # never in clear
+    assert auth_env("git@github.com:o/r.git", "t", "https://github.com/o/r", {}) == {}
