@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from urllib3.response import BaseHTTPResponse
 
     from gitledger.git import GitRepo
-    from gitledger.keys import StepKey
+    from gitledger.keys import KeyRef, StepKey
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
@@ -560,7 +560,7 @@ class GitHubContext:
                 raise self.error(exc, f"list issues labelled {label!r}") from exc
             raise
 
-    def find_pull(self, step: StepKey, marker_scan: bool = True) -> FoundPull | None:
+    def find_pull(self, step: StepKey | KeyRef, marker_scan: bool = True) -> FoundPull | None:
         """The PR for ``step`` in any state (open, closed unmerged, merged), or None when there is none.
 
         Tried in order of cost: the key's convention branch as head (1 call), the key's label (1 call
@@ -705,10 +705,27 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, requests.exceptions.Timeout):
         return "no answer within the timeout (GITLEDGER_GITHUB_TIMEOUT)"
     if isinstance(exc, requests.exceptions.ConnectionError | MaxRetryError):
-        reason = exc.args[0] if exc.args else exc
-        inner = getattr(reason, "reason", None)
-        return f"connection failed ({type(inner or reason).__name__})"
+        inner = _innermost(exc)
+        detail = str(inner).strip().splitlines()[0][:200] if str(inner).strip() else ""
+        return f"connection failed ({type(inner).__name__}{': ' + detail if detail else ''})"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The root cause inside requests/urllib3 wrappers (MaxRetryError.reason, ProtocolError args)."""
+    seen: set[int] = set()
+    current: BaseException = exc
+    while id(current) not in seen:
+        seen.add(id(current))
+        reason = getattr(current, "reason", None)
+        nested = [a for a in current.args if isinstance(a, BaseException)]
+        if isinstance(reason, BaseException):
+            current = reason
+        elif nested:
+            current = nested[-1]
+        else:
+            break
+    return current
 
 
 __all__ = [

@@ -440,3 +440,11 @@ def test_context_from_settings_for_a_repository(github: FakeGitHub) -> None:
     ) as c:
         assert c.full_name == REPO and c.default_branch() == "main"
         assert list(c.iter_pulls()) == []
+
+
+def test_unreachable_api_is_retried_then_explained() -> None:
+    env = {"GH_TOKEN": TOKEN, "GITLEDGER_GITHUB_BACKOFF": "0.01", "GITLEDGER_GITHUB_RETRIES": "2"}
+    with GitHubContext.from_settings(repo=REPO, api_url="http://127.0.0.1:1", env=env) as c:
+        with pytest.raises(GitHubError, match=r"connection failed .*Connection refused"):
+            c.find_pull(key())
+        assert (c.calls.total, c.calls.retries, c.calls.failures) == (3, 2, 3)

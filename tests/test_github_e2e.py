@@ -88,6 +88,12 @@ def test_created_then_skipped(github: FakeGitHub, work: Path) -> None:
     assert len(github.pulls()) == 1
 
 
+def test_run_steps_github_repo_reaches_the_command(github: FakeGitHub, work: Path) -> None:
+    bare = [*GITLEDGER, "github", "open-pr", "--title", "Fix", "-b", "Body"]  # no --github-repo of its own
+    first = result(run_step(github, work, bare))
+    assert first["status"] == "created" and len(github.pulls()) == 1
+
+
 def test_killed_after_the_pr_was_created_reruns_as_already_existed(github: FakeGitHub, work: Path) -> None:
     crashed = run_step(github, work, open_pr_command(), env={"GITLEDGER_FAULT": "after-effect"})
     assert crashed.returncode == -9
@@ -211,5 +217,6 @@ def test_open_pr_on_its_own(github: FakeGitHub, work: Path) -> None:
     second = run_gitledger(*open_pr_command("-t", "T-7", "-s", "pr", "--json")[3:], cwd=work, env=env)
     one, two = json.loads(first.stdout), json.loads(second.stdout)
     assert (one["status"], two["status"], two["found_by"]) == ("created", "existing", "head")
-    assert one["url"] == two["url"] and one["api_calls"]["writes"] == 3
+    assert one["url"] == two["url"]
+    assert (one["api_calls"]["total"], one["api_calls"]["writes"], two["api_calls"]["total"]) == (8, 3, 1)
     assert len(github.pulls()) == 1

@@ -34,7 +34,13 @@ github_app = typer.Typer(
 app.add_typer(github_app, name="github")
 
 GITHUB_REPO = typer.Option(
-    None, "--github-repo", help="OWNER/NAME (default: github.repo in .gitledger.yml, else the origin URL)."
+    None,
+    "--github-repo",
+    envvar="GITLEDGER_GITHUB_REPO",
+    help=(
+        "OWNER/NAME (default: run-step's --github-repo, then github.repo in .gitledger.yml, "
+        "else the origin URL)."
+    ),
 )
 TASK = typer.Option(None, "--task", "-t", help="Task id (default: GITLEDGER_TASK from run-step).")
 STEP = typer.Option(None, "--step", "-s", help="Step name (default: GITLEDGER_STEP from run-step).")
