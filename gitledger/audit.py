@@ -465,7 +465,7 @@ def _present(scan: ScanRepo, oids: Sequence[str]) -> dict[str, bool]:
     return result
 
 
-_TRAILER_FORMAT = f"%(trailers:key={TRAILER_TOKEN},valueonly,separator=%x01)"
+_TRAILER_FORMAT = f"%(trailers:key={TRAILER_TOKEN},valueonly,unfold,separator=%x01)"
 
 
 def _keys_of(values: str) -> set[str]:

@@ -359,3 +359,18 @@ def test_token_reaches_git_only_as_a_header_for_the_repository_host() -> None:
     assert auth_env("https://evil.example/o/r.git", "t", "https://github.com/o/r", {}) == {}
     assert auth_env("http://github.com/o/r.git", "t", "https://github.com/o/r", {}) == {}  # never in clear
     assert auth_env("git@github.com:o/r.git", "t", "https://github.com/o/r", {}) == {}
+
+
+def test_a_pr_does_not_inherit_the_trailers_of_its_base(github: FakeGitHub, work: Path) -> None:
+    first = make_pr(github, work, "fix/b0", message=f"x\n\nGitledger-Key: {KEY_B}\n")
+    # the PR is merged: its commit is on main now, below every later PR's base
+    git("checkout", "-q", "-B", "main", "origin/main", cwd=work)
+    git("merge", "-q", "--no-ff", "-m", "Merge fix/b0", "origin/fix/b0", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)
+    git("fetch", "-q", "origin", cwd=work)
+    github.merge_pr(first)
+    later = make_pr(github, work, "later")  # based on the new main, carries no key itself
+    again = make_pr(github, work, "fix/b1", message=f"y\n\nGitledger-Key: {KEY_B}\n")
+    _, report, _ = audit(github, work)
+    assert [(g["key"], numbers(g)) for g in report["duplicates"]] == [(KEY_B, [first, again])]
+    assert later not in numbers(report["duplicates"][0]) and report["keyed_pulls"] == 2
