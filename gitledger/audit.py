@@ -59,7 +59,7 @@ from gitledger.keys import (
     TRAILER_TOKEN,
     Names,
 )
-from gitledger.ledger import ATTEMPTING, DONE, Entry
+from gitledger.ledger import ATTEMPTING, DONE, Entry, Event
 
 if TYPE_CHECKING:
     from gitledger.github import GitHubContext
@@ -445,10 +445,9 @@ def fetch_heads(scan: ScanRepo, pulls: Sequence[Pull], redact: Callable[[str], s
     bases = sorted({p.base_sha for p in pulls if p.base_sha})
     missing = [sha for sha, present in _present(scan, bases).items() if not present]
     if missing:
-        scan.git(
-            "fetch", "--quiet", "--no-tags", *filt, "--stdin", scan.source,
-            input="".join(f"{sha}\n" for sha in missing).encode(), timeout=GIT_NETWORK_TIMEOUT,
-        )  # fmt: skip
+        wants = "".join(f"{sha}\n" for sha in missing).encode()
+        fetch = ("fetch", "--quiet", "--no-tags", *filt, "--stdin", scan.source)
+        scan.git(*fetch, input=wants, timeout=GIT_NETWORK_TIMEOUT)  # unreachable ones just stay missing
 
 
 def _present(scan: ScanRepo, oids: Sequence[str]) -> dict[str, bool]:
@@ -584,7 +583,7 @@ def read_ledger(repo: GitRepo) -> LedgerView | None:
     return LedgerView(list(GitStore(repo).entries()))
 
 
-def stuck_entries(ledger: LedgerView, held: Any) -> list[dict[str, Any]]:
+def stuck_entries(ledger: LedgerView, held: Callable[[Event], bool]) -> list[dict[str, Any]]:
     """Entries left ``attempting`` by an owner that is gone or whose lease ran out."""
     stuck = []
     for entry in ledger.entries:
