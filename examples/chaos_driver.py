@@ -212,11 +212,11 @@ class Driver:
                 notified = [line for line in lines if line.split("\t")[1] == task]
                 entry: dict[str, Any] = {"commits": len(commits.split()), "notifications": len(notified)}
                 if self.github is not None:
-                    pr_key = ledger.key(task, "open-pr")
-                    pulls = self.github.get(
-                        f"/repos/{self.github_repo}/pulls?state=all&per_page=100", self.token
-                    )
-                    mine = [p for p in pulls if p["head"]["ref"] == pr_key.branch]
+                    branch = ledger.key(task, "open-pr").branch
+                    owner = self.github_repo.split("/")[0]
+                    query = f"state=all&per_page=100&head={owner}:{branch}"
+                    pulls = self.github.get(f"/repos/{self.github_repo}/pulls?{query}", self.token)
+                    mine = [p for p in pulls if p["head"]["ref"] == branch]
                     entry["pulls"] = len(mine)
                     entry["comments"] = 0
                     for pull in mine:
@@ -226,6 +226,12 @@ class Driver:
                         )
                         entry["comments"] += sum("gitledger:" in c["body"] for c in comments)
                 counts[task] = entry
+            outcomes: dict[str, int] = {}  # how each step ended: created, already_existed (a check), ...
+            for found in ledger.store.entries():
+                summary = found.summary()
+                name = f"{summary['step']}:{summary['outcome'] or summary['state']}"
+                outcomes[name] = outcomes.get(name, 0) + 1
+            self.stats["outcomes"] = dict(sorted(outcomes.items()))
         return counts
 
     def verdict(self, counts: dict[str, Any]) -> list[str]:
@@ -279,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", action="store_true", help="print the counts of every task")
     args = parser.parse_args(argv)
     if args.max_delay is None:  # about one run's length: kills land anywhere in it
-        args.max_delay = 3.0 if args.github else 0.4
+        args.max_delay = 2.0 if args.github else 0.4
     if args.seed is None:
         args.seed = int(time.time())
     print(f"chaos: seed {args.seed}", file=sys.stderr)
