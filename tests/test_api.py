@@ -806,3 +806,58 @@ def test_decorated_functions_keep_their_signatures_for_type_checkers(tmp_path: P
         '"def (task_id: str, channel: str, payload: dict[str, int]) -> dict[str, str]"',
         '"def (task_id: str, n: int) -> typing.Coroutine[Any, Any, int]"',
     ], proc.stdout
+
+
+def test_github_checks_bind_to_the_ledgers_github_settings(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """checks.github_pr()/github_comment(N)/github_branch() find what a crashed run made on GitHub."""
+    fake = pytest.importorskip("tests.fakegithub", reason="tests/fakegithub.py is on branch 'ghserver'")
+    pytest.importorskip("gitledger.github", reason="gitledger.github is on branch 'github'")
+    import urllib.request
+
+    from tests.helpers import git
+
+    server = fake.FakeGitHub(tokens=["t"])
+    bare = server.add_repo("acme/widgets")
+    server.start()
+
+    def post(path: str, body: dict[str, Any]) -> Any:
+        request = urllib.request.Request(
+            f"{server.url}/repos/acme/widgets{path}",
+            data=json.dumps(body).encode(),
+            headers={"Authorization": "Bearer t", "Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    try:
+        monkeypatch.setenv("GITHUB_TOKEN", "t")
+        monkeypatch.setenv("GITHUB_API_URL", server.url)
+        git("remote", "add", "origin", str(bare), cwd=repo)
+        git("push", "-q", "origin", "main", cwd=repo)
+        with Ledger.open(repo, github_repo="acme/widgets") as ledger:
+            pr = ledger.key("T-1", "open-pr")
+            # a previous run pushed, opened the PR and commented, then died before recording anything
+            git("commit", "-q", "--allow-empty", "-m", "work", cwd=repo)
+            git("push", "-q", "origin", f"HEAD:refs/heads/{pr.branch}", cwd=repo)
+            made = post("/pulls", {"title": "t", "head": pr.branch, "base": "main", "body": pr.marker})
+
+            @ledger.idempotent(step="comment", checks=lambda task_id, number: [checks.github_comment(number)])
+            def comment(task_id: str, number: int) -> None:
+                pytest.fail("the comment exists")
+
+            post(
+                f"/issues/{made['number']}/comments", {"body": key_of(comment, "T-1", made["number"]).marker}
+            )
+
+            with ledger.step("T-1", "open-pr", checks=[checks.github_pr()]) as s:
+                assert (s.status, s.ref) == ("already_existed", made["html_url"])
+            assert comment("T-1", made["number"]) is None
+            assert state(ledger, key_of(comment, "T-1", made["number"])) == "done"
+            with ledger.step("T-1", "push", checks=[checks.github_branch()]) as push:
+                assert push.should_run  # the push step's own branch does not exist
+                push.done()
+    finally:
+        server.stop()
