@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import importlib
 import inspect
 import json
 import math
@@ -713,8 +712,9 @@ class Ledger:
     def _github_context(self) -> Any:
         with self._lock:
             if self._github is None:
-                github = importlib.import_module("gitledger.github")
-                self._github = github.GitHubContext.from_settings(
+                from gitledger.github import GitHubContext  # PyGithub: only when a GitHub check runs
+
+                self._github = GitHubContext.from_settings(
                     repo=self.github_repo or self.config.github_repo,
                     api_url=self.config.github_api_url,
                     git_repo=self.repo,
