@@ -6,6 +6,9 @@ For each task the agent
    ``Gitledger-Key`` trailer; check: ``trailer``),
 2. pushes the branch and opens a pull request (GitHub; check: ``github-pr``),
 3. posts a comment on the pull request (GitHub; check: ``github-comment:N``),
+
+   both through :mod:`gitledger.github_actions`, which look before they write and never re-send a
+   write blindly, on the ledger's GitHub client (``ledger.github()``),
 4. sends a notification: appends a line to a local "outbox" file. Nothing can look the
    notification up afterwards (think of a chat message), so its check is ``ledger`` only and its
    ``on_unconfirmed`` policy decides what happens after a crash between the append and the record.
@@ -30,9 +33,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -74,51 +74,6 @@ def commit_on_branch(repo: Path, branch: str, path: str, text: str, message: str
     return commit
 
 
-class GitHub:
-    """The few REST calls the agent needs (the checks use gitledger's own GitHub client)."""
-
-    def __init__(self, repo: str) -> None:
-        self.repo = repo
-        self.api = os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
-        self.token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or ""
-
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        request = urllib.request.Request(
-            f"{self.api}/repos/{self.repo}{path}",
-            data=json.dumps(body).encode() if body is not None else None,
-            method=method,
-            headers={
-                "Authorization": f"Bearer {self.token}",
-                "Accept": "application/vnd.github+json",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:  # a write is sent once, never retried
-            return json.loads(response.read() or b"null")
-
-    def open_pull(self, head: str, title: str, body: str) -> dict[str, Any]:
-        try:
-            return dict(
-                self.call("POST", "/pulls", {"title": title, "head": head, "base": "main", "body": body})
-            )
-        except urllib.error.HTTPError as exc:
-            if exc.code != 422:
-                raise
-            # "A pull request already exists": it is ours (the check missed it a moment ago); look it up
-            owner = self.repo.split("/")[0]
-            query = urllib.parse.urlencode({"head": f"{owner}:{head}", "state": "all"})
-            for pull in self.call("GET", f"/pulls?{query}"):
-                if pull["head"]["ref"] == head:  # GitHub ignores a malformed filter: check it ourselves
-                    return dict(pull)
-            raise
-
-    def add_label(self, number: int, label: str) -> None:
-        self.call("POST", f"/issues/{number}/labels", {"labels": [label]})
-
-    def comment(self, number: int, body: str) -> dict[str, Any]:
-        return dict(self.call("POST", f"/issues/{number}/comments", {"body": body}))
-
-
 def pull_number(url: str) -> int:
     match = re.search(r"/pull/(\d+)", url)
     if not match:
@@ -127,8 +82,8 @@ def pull_number(url: str) -> int:
 
 
 class Agent:
-    def __init__(self, ledger: gitledger.Ledger, repo: Path, outbox: Path, policy: str, gh: GitHub | None):
-        self.ledger, self.repo, self.gh = ledger, repo, gh
+    def __init__(self, ledger: gitledger.Ledger, repo: Path, outbox: Path, policy: str, github: bool):
+        self.ledger, self.repo, self.use_github = ledger, repo, github
 
         @ledger.idempotent(step="notify", checks=[checks.ledger()], on_unconfirmed=policy)
         def notify(task_id: str, text: str) -> dict[str, str]:
@@ -142,14 +97,14 @@ class Agent:
         @ledger.idempotent(
             step="comment",
             checks=lambda task_id, number, text: [checks.github_comment(number)],
-            ref=lambda made: made["html_url"],
-            from_ref=lambda url: {"html_url": url},
+            ref=lambda made: made["url"],
+            from_ref=lambda url: {"url": url},
         )
         def comment(task_id: str, number: int, text: str) -> dict[str, Any]:
-            assert self.gh is not None
-            marker = gitledger.key_of(comment, task_id, number, text).marker
-            made = self.gh.comment(number, f"{text}\n\n{marker}")
-            return {"html_url": made["html_url"], "id": made["id"]}
+            from gitledger.github_actions import post_comment
+
+            step_key = gitledger.key_of(comment, task_id, number, text)
+            return post_comment(ledger.github(), step_key, number, text).to_json()
 
         self.comment = comment
 
@@ -158,26 +113,25 @@ class Agent:
         with self.ledger.step(task, "work", checks=[checks.trailer()]) as s:
             if s.should_run:
                 sha = commit_on_branch(
-                    self.repo,
-                    branch,
-                    f"work/{task}.txt",
-                    f"result of {task}\n",
-                    f"Agent work for {task}",
+                    self.repo, branch, f"work/{task}.txt", f"result of {task}\n", f"Agent work for {task}",
                     s.step_key.trailer,
-                )
+                )  # fmt: skip
                 s.done(ref=sha)
         assert s.ref is not None
         return s.ref
 
     def open_pull(self, task: str) -> int:
-        assert self.gh is not None
+        from gitledger.github_actions import open_pull_request
+
         with self.ledger.step(task, "open-pr", checks=[checks.github_pr()]) as s:
             if s.should_run:
                 branch = s.step_key.branch
                 git(self.repo, "push", "-q", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
-                pull = self.gh.open_pull(branch, f"Agent: {task}", f"Work for {task}.\n\n{s.step_key.marker}")
-                self.gh.add_label(pull["number"], s.step_key.label)
-                s.done(ref=pull["html_url"], result={"number": pull["number"]})
+                pull = open_pull_request(
+                    self.ledger.github(), s.step_key, title=f"Agent: {task}", body=f"Work for {task}.",
+                    base="main", git_repo=self.ledger.repo,
+                )  # fmt: skip
+                s.done(ref=pull.url, result={"number": pull.number})
         if s.result:
             return int(s.result["number"])
         assert s.ref is not None  # found by the check: the ref is the pull request's URL
@@ -186,7 +140,7 @@ class Agent:
     def run_task(self, task: str) -> None:
         pr_key = self.ledger.key(task, "open-pr")
         sha = self.work(task, pr_key.branch)
-        if self.gh is None:
+        if not self.use_github:
             self.notify(task, f"{task}: work committed as {sha[:12]} on {pr_key.branch}")
             return
         number = self.open_pull(task)
@@ -205,8 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     repo = args.repo.resolve()
     with gitledger.Ledger.open(repo, github_repo=args.github_repo) as ledger:
-        gh = GitHub(args.github_repo) if args.github else None
-        agent = Agent(ledger, repo, args.outbox.resolve(), args.notify_policy, gh)
+        agent = Agent(ledger, repo, args.outbox.resolve(), args.notify_policy, args.github)
         for task in filter(None, args.tasks.split(",")):
             try:
                 agent.run_task(task)

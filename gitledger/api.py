@@ -90,6 +90,7 @@ from gitledger.store import Intent, Store
 
 if TYPE_CHECKING:
     from gitledger.git import GitRepo
+    from gitledger.github import GitHubContext
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -661,9 +662,10 @@ class Ledger:
 
     def _policy(self, step: str, on_unconfirmed: str | None, lease: float | None) -> StepPolicy:
         step_cfg = self.config.step(step)
+        leases = (lease, step_cfg.lease, self.config.lease, StepPolicy.lease)
         return StepPolicy(
             on_unconfirmed=on_unconfirmed or step_cfg.on_unconfirmed or self.config.on_unconfirmed or "fail",
-            lease=lease or step_cfg.lease or self.config.lease or StepPolicy.lease,
+            lease=next(value for value in leases if value is not None),
         )
 
     def checks(self, step: str, checks: Checks | None = None) -> list[Check]:
@@ -708,6 +710,17 @@ class Ledger:
         raise UsageError(
             f"check {spec!r} needs a git repository; open the ledger with gitledger.Ledger.open(path)"
         )
+
+    def github(self) -> GitHubContext:
+        """The GitHub client the GitHub checks use (:class:`gitledger.github.GitHubContext`).
+
+        Made on first use from ``github_repo`` / ``github.repo`` in .gitledger.yml / the origin URL,
+        ``GITHUB_TOKEN`` (or ``GH_TOKEN``) and ``GITHUB_API_URL``; closed with the ledger. Use it with
+        :mod:`gitledger.github_actions` (``open_pull_request``, ``post_comment``) inside a step.
+        """
+        if self._closed:
+            raise UsageError("this Ledger is closed; open a new one with gitledger.Ledger.open()")
+        return cast("GitHubContext", self._github_context())
 
     def _github_context(self) -> Any:
         with self._lock:

@@ -859,5 +859,8 @@ def test_github_checks_bind_to_the_ledgers_github_settings(
             with ledger.step("T-1", "push", checks=[checks.github_branch()]) as push:
                 assert push.should_run  # the push step's own branch does not exist
                 push.done()
+            assert ledger.github().full_name == "acme/widgets"  # the client the checks used
+        with pytest.raises(UsageError, match="closed"):
+            ledger.github()
     finally:
         server.stop()
