@@ -50,12 +50,12 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def commit_on_branch(repo: Path, branch: str, path: str, text: str, message: str, trailer: str) -> str:
-    """Commit ``path`` = ``text`` on ``branch`` (from main) without touching the worktree."""
+    """Commit ``path`` = ``text`` on ``branch`` (started from HEAD) without touching the worktree."""
     ref = f"refs/heads/{branch}"
     old = subprocess.run(
         ["git", "rev-parse", "--verify", "-q", ref], cwd=repo, capture_output=True, text=True
     )
-    parent = old.stdout.strip() or git(repo, "rev-parse", "refs/heads/main")
+    parent = old.stdout.strip() or git(repo, "rev-parse", "HEAD")
     with tempfile.TemporaryDirectory() as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
         git(repo, "read-tree", parent, env=index)
@@ -129,7 +129,7 @@ class Agent:
                 git(self.repo, "push", "-q", "origin", f"refs/heads/{branch}:refs/heads/{branch}")
                 pull = open_pull_request(
                     self.ledger.github(), s.step_key, title=f"Agent: {task}", body=f"Work for {task}.",
-                    base="main", git_repo=self.ledger.repo,
+                    git_repo=self.ledger.repo,
                 )  # fmt: skip
                 s.done(ref=pull.url, result={"number": pull.number})
         if s.result:
