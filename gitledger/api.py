@@ -56,6 +56,7 @@ import json
 import math
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,6 +204,8 @@ def _make_outcome(where: str, value: Any, ref: Any, result: Any, limit: int) -> 
             outcome.result = data
         except UsageError as exc:
             problems.append(exc.message)
+        except (RecursionError, ValueError, TypeError) as exc:  # e.g. a cycle: never fail the effect
+            problems.append(f"the result cannot be encoded as JSON ({type(exc).__name__})")
     if problems:
         outcome.problem = (
             f"{where}: {'; '.join(problems)}. The effect is recorded as done without it, so later calls "
@@ -319,6 +322,8 @@ class StepContext:
             )
         if self._outcome is not None:
             raise UsageError(f"done() called twice on step {self.key}")
+        if self._claim is None:
+            raise UsageError(f"done() called after the block of step {self.key} ended; call it inside")
         self._outcome = _make_outcome(f"step {self.key}", result, ref, result, self._ledger.max_result)
 
     def _enter(self) -> None:
@@ -533,12 +538,13 @@ class Ledger:
         self.github_repo = github_repo
         self.max_result = max_result
         self._owner = owner
-        self._owns = _owns
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
         self._runner_obj: StepRunner | None = None
         self._github: Any = None
+        # a safety net for a ledger that is dropped without close(): stop its git reader anyway
+        self._finalizer = weakref.finalize(self, _close_store, self.store, self._pid) if _owns else None
 
     @classmethod
     def open(
@@ -584,8 +590,8 @@ class Ledger:
         close_github = getattr(github, "close", None)
         if callable(close_github):
             close_github()
-        if self._owns and os.getpid() == self._pid:
-            self.store.close()
+        if self._finalizer is not None:
+            self._finalizer()
 
     def __enter__(self) -> Self:
         return self
@@ -862,6 +868,11 @@ class Ledger:
             return run
 
         return decorate
+
+
+def _close_store(store: _SerialStore, pid: int) -> None:
+    if os.getpid() == pid:  # never close a parent's reader from a forked child
+        store.close()
 
 
 def _name(func: Any) -> str:

@@ -422,6 +422,29 @@ def test_with_block_misuse(ledger: Ledger) -> None:
     assert state(ledger, s.key) == "done"
 
 
+def test_done_after_the_block_is_an_error(ledger: Ledger) -> None:
+    with pytest.raises(OSError), ledger.step("T", "late") as s:
+        raise OSError("the effect failed")
+    with pytest.raises(UsageError, match="after the block"):
+        s.done()
+    assert state(ledger, s.key) == "failed"
+
+
+def test_a_cyclic_result_is_unrecordable_not_a_failure(ledger: Ledger) -> None:
+    calls = Calls()
+
+    @ledger.idempotent(step="s")
+    def f(task_id: str) -> Any:
+        calls.hit()
+        cycle: list[Any] = []
+        cycle.append(cycle)
+        return cycle
+
+    with pytest.raises(ResultNotRecordableError, match="RecursionError"):
+        f("T")
+    assert state(ledger, key_of(f, "T")) == "done" and f("T") is None and calls.n == 1
+
+
 def test_unrecordable_result_in_a_with_block(ledger: Ledger) -> None:
     with pytest.raises(ResultNotRecordableError, match="is a bytes"), ledger.step("T", "s") as s:
         s.done(ref="r", result=b"raw")
@@ -688,6 +711,18 @@ def test_open_and_close_leak_no_git_processes(repo: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
     with pytest.raises(UsageError, match="closed"), ledger.step("T", "after"):
         pass
+    assert "git" not in child_processes()
+
+
+def test_a_dropped_ledger_stops_its_git_reader(repo: Path) -> None:
+    import gc
+
+    ledger = Ledger.open(repo)
+    with ledger.step("T", "s") as s:
+        s.done()
+    assert "git" in child_processes()
+    del ledger, s
+    gc.collect()
     assert "git" not in child_processes()
 
 
