@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gitledger
 from gitledger import checks
@@ -30,7 +32,7 @@ from gitledger.api import (
     key_of,
 )
 from gitledger.errors import CheckError, UsageError
-from gitledger.keys import StepKey
+from gitledger.keys import StepKey, canonical_json
 from gitledger.ledger import ATTEMPTING
 from gitledger.owner import Owner
 from gitledger.protocol import PayloadMismatchError, iso
@@ -101,6 +103,35 @@ def test_key_ignores_argument_style_and_dict_order(ledger: Ledger) -> None:
     ]
     assert len({k.key for k in different} | {base.key}) == 6
     assert base.task == "T-9" and base.step == "notify" and base.key.startswith("t-9.notify.")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def reordered(value: Any) -> Any:
+    """The same JSON value with every dict's insertion order reversed."""
+    if isinstance(value, dict):
+        return {k: reordered(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [reordered(v) for v in value]
+    return value
+
+
+@settings(max_examples=150, deadline=None)
+@given(payload=JSON, other=JSON)
+def test_key_is_a_function_of_the_json_value_only(payload: Any, other: Any) -> None:
+    ledger = Ledger(MemoryStore())
+
+    @ledger.idempotent(step="s")
+    def f(task_id: str, payload: Any, other: Any = None) -> None: ...
+
+    key = key_of(f, "T", payload, other)
+    assert key_of(f, "T", other=reordered(other), payload=reordered(payload)) == key
+    assert (key_of(f, "T", other, payload) == key) == (canonical_json(payload) == canonical_json(other))
 
 
 def test_key_comes_from_task_step_and_arguments_not_from_code(ledger: Ledger) -> None:
