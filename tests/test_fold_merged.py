@@ -144,6 +144,11 @@ class FakeArbiter:
         return "could not push"
 
 
+def acting(acted: list[int]) -> ActionResult:
+    acted.append(1)
+    return ActionResult(ok=True, ref="r")
+
+
 def runner_with(answers: list[Verdict | Exception], rival: list[Event]) -> tuple[StepRunner, FakeArbiter]:
     store = MemoryStore()
     arbiter = FakeArbiter(store, answers, rival)
@@ -153,7 +158,7 @@ def runner_with(answers: list[Verdict | Exception], rival: list[Event]) -> tuple
 def test_a_claim_that_stands_acts_and_publishes_the_outcome() -> None:
     runner, arbiter = runner_with([Verdict(True, "offline")], [])
     acted: list[int] = []
-    result = runner.run(STEP, [LedgerCheck()], lambda: acted.append(1) or ActionResult(ok=True, ref="r"))
+    result = runner.run(STEP, [LedgerCheck()], lambda: acting(acted))
     assert result.status == CREATED and acted == [1]
     assert arbiter.published == 1
     assert result.to_json()["warnings"] == ["offline", "could not push"]
@@ -167,7 +172,7 @@ def test_a_beaten_claim_is_withdrawn_and_the_step_decided_again() -> None:
     winner = {**claim("w"), "owner": LIVE}
     runner, _ = runner_with([Verdict(False)], [winner])
     acted: list[int] = []
-    result = runner.run(STEP, [LedgerCheck()], lambda: acted.append(1) or ActionResult(ok=True))
+    result = runner.run(STEP, [LedgerCheck()], lambda: acting(acted))
     assert result.status == IN_PROGRESS and acted == []
     events = runner.store.load(Intent.of(STEP)).events
     ours = next(e for e in events if e["state"] == ATTEMPTING and e["id"] != "w")
@@ -185,7 +190,7 @@ def test_an_arbiter_error_withdraws_the_claim_and_fails_closed() -> None:
     runner, _ = runner_with([GitledgerError("cannot reach remote 'origin'")], [])
     acted: list[int] = []
     with pytest.raises(GitledgerError, match="cannot reach"):
-        runner.run(STEP, [LedgerCheck()], lambda: acted.append(1) or ActionResult(ok=True))
+        runner.run(STEP, [LedgerCheck()], lambda: acting(acted))
     assert acted == []
     folded = runner.store.load(Intent.of(STEP)).folded
     assert folded.state == NONE and folded.claims == []

@@ -13,6 +13,7 @@ from gitledger.cli import app as _app_module
 from gitledger.cli import inspect as _inspect  # noqa: F401  (registers commands)
 from gitledger.cli import keys as _keys  # noqa: F401
 from gitledger.cli import steps as _steps  # noqa: F401
+from gitledger.cli import sync as _sync  # noqa: F401
 from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 
 app = _app_module.app

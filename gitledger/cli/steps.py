@@ -34,6 +34,20 @@ LEASE = typer.Option(
     help="Seconds a claim holds against processes on other hosts (default 900).",
     show_default=False,
 )
+REMOTE = typer.Option(
+    None,
+    "--remote",
+    help=(
+        "Remote claim mode: push the claim to this git remote before acting, so the remote decides "
+        "between clones (also 'claims: remote' in .gitledger.yml). Unreachable remote: fail closed."
+    ),
+    show_default=False,
+)
+ALLOW_OFFLINE = typer.Option(
+    False,
+    "--allow-offline",
+    help="In remote claim mode, act on the local claim alone when the remote cannot be reached.",
+)
 GITHUB_REPO = typer.Option(
     None, "--github-repo", help="OWNER/NAME for GitHub checks (default: config/origin)."
 )
@@ -53,6 +67,8 @@ def run_step_command(
     check: list[str] | None = CHECK,
     on_unconfirmed: str | None = ON_UNCONFIRMED,
     lease: float | None = LEASE,
+    remote: str | None = REMOTE,
+    allow_offline: bool = ALLOW_OFFLINE,
     github_repo: str | None = GITHUB_REPO,
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
@@ -87,13 +103,23 @@ def run_step_command(
             on_unconfirmed=on_unconfirmed or step_cfg.on_unconfirmed or cfg.on_unconfirmed or "fail",
             lease=lease or step_cfg.lease or cfg.lease or StepPolicy.lease,
         )
-        runner = StepRunner(ws.store)
+        arbiter = None
+        if remote or cfg.claims == "remote":
+            from gitledger.sync import RemoteArbiter, default_remote
+
+            name = default_remote(ws.repo, remote or cfg.remote)
+            arbiter = RemoteArbiter(ws.store, name, allow_offline=allow_offline)
+        elif allow_offline:
+            raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
+        runner = StepRunner(ws.store, arbiter=arbiter)
         result = runner.run(
             step_key,
             checks,
             lambda: run_command(command, step_key, ws.cwd, stdout_to_stderr=json_out),
             policy,
         )
+    for warning in result.extra.get("warnings", ()):
+        say(f"warning: {warning}")
     if json_out:
         emit_json(result.to_json())
     else:
