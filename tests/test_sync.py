@@ -446,3 +446,23 @@ def test_local_ledger_writes_during_a_merge_are_kept(tmp_path: Path) -> None:
         }
     )
     assert os.environ.get("GITLEDGER_FAULT") is None
+
+
+def test_a_crash_between_local_claim_and_remote_push_fails_safe(tmp_path: Path) -> None:
+    remote, (a,) = make_remote(tmp_path, 1)
+    effect = tmp_path / "effect"
+    action = ["--", "sh", "-c", f"echo x >> '{effect}'"]
+    argv = ["run-step", "--remote", "origin", "-t", "T", "-s", "s"]
+    crashed = run_gitledger(*argv, *action, cwd=a, env={"GITLEDGER_FAULT": "after-claim"})
+    assert crashed.returncode == -9 and not effect.exists()
+    assert events(remote) == {}  # the claim never reached the remote
+    # ledger-only: nothing can prove the dead claimant did not act, so the default policy stops
+    again = run_gitledger(*argv, *action, cwd=a)
+    assert again.returncode == 3 and not effect.exists()
+    # a step with a reality check looks, finds nothing, and claims afresh through the remote
+    proc = run_gitledger(*argv, "--check", f"file:{tmp_path / 'absent'}", "--json", *action, cwd=a)
+    assert json.loads(proc.stdout)["status"] == "created", proc.stderr
+    assert effect.read_text() == "x\n"
+    (evs,) = events(remote).values()
+    assert [e["state"] for e in evs] == ["attempting", "attempting", DONE]
+    assert evs[1]["supersedes"] == [evs[0]["id"]]
