@@ -301,6 +301,8 @@ def test_claims_remote_in_config_and_an_unreachable_remote_fail_closed(tmp_path:
         assert not effect.exists()
         (row,) = run_json("list", cwd=a)
         assert row["state"] == "none"  # the claim was withdrawn: the next run may act
+    offline_sync = run_gitledger("sync", cwd=a)
+    assert offline_sync.returncode == 1 and len(offline_sync.stderr.strip().splitlines()) == 1
     proc = run_gitledger("run-step", "-t", "T", "-s", "s", "--allow-offline", "--json", *action, cwd=a)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["status"] == "created"
