@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,14 +29,32 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         pass
 
 
+def _on_path(program: str) -> bool:
+    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return True
+    return False
+
+
+def check_command(argv: Sequence[str], cwd: Path) -> None:
+    """Refuse a command that cannot start, before anything is claimed."""
+    if not argv:
+        raise UsageError("no command given; put it after '--', e.g. gitledger run-step ... -- git push")
+    program = argv[0]
+    if "/" in program:
+        if not (cwd / program).exists():
+            raise UsageError(f"command {program!r} not found; check the path")
+    elif not _on_path(program):
+        raise UsageError(f"command {program!r} not found on PATH; check the spelling or give its full path")
+
+
 def run_command(
     argv: Sequence[str], step: StepKey, cwd: Path, stdout_to_stderr: bool = False
 ) -> ActionResult:
     """Run ``argv`` with the step's GITLEDGER_* variables; what it writes to $GITLEDGER_RESULT is the ref."""
-    if not argv:
-        raise UsageError("no command given; put it after '--', e.g. gitledger run-step ... -- git push")
-    if shutil.which(argv[0], path=os.environ.get("PATH")) is None and not Path(argv[0]).exists():
-        raise UsageError(f"command {argv[0]!r} not found; check the spelling or give its full path")
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
         result_file = Path(tmp) / "result"
         result_file.touch()

@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import os
 import subprocess
-import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -191,6 +190,8 @@ class GitRepo:
         final = folder / oid[2:]
         if final.exists():
             return oid
+        import tempfile
+
         folder.mkdir(exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
         try:

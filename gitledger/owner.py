@@ -9,8 +9,6 @@ presumed dead when its lease has expired; a claim without a deadline is locked, 
 from __future__ import annotations
 
 import os
-import secrets
-import socket
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -65,7 +63,7 @@ class Owner:
     @classmethod
     def current(cls) -> Owner:
         pid = os.getpid()
-        return cls(socket.gethostname(), boot_id(), pid, process_start(pid), secrets.token_hex(8))
+        return cls(os.uname().nodename, boot_id(), pid, process_start(pid), os.urandom(8).hex())
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -27,7 +27,7 @@ This module depends on the store and check interfaces only: no git, no CLI, no G
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -175,7 +175,7 @@ class StepRunner:
     def event(self, step: StepKey, state: str, **fields: Any) -> Event:
         event: Event = {
             "v": 1,
-            "id": secrets.token_hex(6),
+            "id": os.urandom(6).hex(),
             "at": iso(self.clock()),
             "key": step.key,
             "task": step.task,

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakegithub import FakeGitHub
 from tests.helpers import ROOT, init_repo
 
 _HOME = Path(tempfile.mkdtemp(prefix="gitledger-test-home-"))
@@ -38,3 +40,22 @@ def repo(tmp_path: Path) -> Path:
 def empty_repo(tmp_path: Path) -> Path:
     """A fresh repository with no commits."""
     return init_repo(tmp_path / "empty", commit=False)
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    """A started local fake GitHub (tests/fakegithub.py) accepting token ``"test-token"``, with repository
+    ``"acme/widgets"`` backed by an empty bare git repository (``server.bare_path("acme/widgets")``).
+
+    ``server.token`` / ``server.repo_name`` / ``server.url`` give the rest; build a PyGithub client with
+    ``Github(auth=Auth.Token(server.token), **server.pygithub_kwargs())``.  Fails the test if the fake hit an
+    internal error (a bug in the fake, not in the code under test).
+    """
+    server = FakeGitHub(tokens=["test-token"])
+    server.add_repo("acme/widgets")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert not server.errors, "fake GitHub internal errors:\n" + "\n".join(server.errors)

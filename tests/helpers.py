@@ -49,7 +49,9 @@ def run_gitledger(
 
 
 def run_json(*args: str, cwd: Path | str, env: Mapping[str, str] | None = None) -> Any:
-    proc = run_gitledger(*args, "--json", cwd=cwd, env=env)
+    argv = list(args)
+    argv.insert(argv.index("--") if "--" in argv else len(argv), "--json")
+    proc = run_gitledger(*argv, cwd=cwd, env=env)
     assert proc.stdout.strip(), f"no JSON on stdout; rc={proc.returncode} stderr={proc.stderr}"
     return json.loads(proc.stdout)
 

@@ -16,6 +16,7 @@ from gitledger.checks import Check, LedgerCheck
 from gitledger.checks.local import BranchCheck, CommandCheck, FileCheck, TrailerCheck
 from gitledger.errors import UsageError
 from gitledger.git import GitRepo
+from gitledger.keys import StepKey
 
 SPEC_HELP = (
     "ledger, branch[:REMOTE], trailer, file:PATH, cmd:SHELL, github-pr, github-branch, github-comment:NUMBER"
@@ -49,14 +50,34 @@ def parse_check(spec: str, env: CheckEnv) -> Check:
         return CommandCheck(arg, env.repo.worktree or env.cwd)
     if env.github is None:
         raise UsageError(f"check {spec!r} needs GitHub settings, which are not available here")
+    return LazyCheck(spec, lambda: _github_check(name, arg, env))
+
+
+def _github_check(name: str, arg: str, env: CheckEnv) -> Check:
     from gitledger.checks import github
 
+    assert env.github is not None
     ctx = env.github()
     if name == "github-pr":
         return github.PullRequestCheck(ctx)
     if name == "github-branch":
         return github.BranchCheck(ctx)
     return github.CommentCheck(ctx, int(arg))
+
+
+@dataclass
+class LazyCheck:
+    """A check built on first use, so a step that is already done never imports PyGithub."""
+
+    spec: str
+    build: Callable[[], Check]
+    queries_reality: bool = True
+    _check: Check | None = None
+
+    def find(self, step: StepKey) -> str | None:
+        if self._check is None:
+            self._check = self.build()
+        return self._check.find(step)
 
 
 def parse_checks(specs: Sequence[str], env: CheckEnv) -> list[Check]:

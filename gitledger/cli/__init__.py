@@ -9,21 +9,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gitledger.cli import app as _app_module
-from gitledger.cli import inspect as _inspect  # noqa: F401  (registers commands)
-from gitledger.cli import keys as _keys  # noqa: F401
-from gitledger.cli import steps as _steps  # noqa: F401
-from gitledger.cli import sync as _sync  # noqa: F401
 from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
-
-app = _app_module.app
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    from gitledger.fastpath import try_skip
+
+    skipped = try_skip(args)
+    if skipped is not None:
+        return skipped
+
     import typer.main
 
-    args = list(sys.argv[1:] if argv is None else argv)
+    from gitledger.cli import app as _app_module
+    from gitledger.cli import commands as _commands  # noqa: F401  (registers every command)
+
+    app = _app_module.app
     _app_module.RAW_ARGS[:] = args
     command = typer.main.get_command(app)
     try:

@@ -8,34 +8,7 @@ from pathlib import Path
 import typer
 
 from gitledger.cli.app import JSON_OUT, app
-from gitledger.errors import UsageError
-from gitledger.keys import Content
-
-
-def content_from_options(content: str | None, content_file: Path | None, args: list[str] | None) -> Content:
-    """Turn the mutually exclusive content options into :class:`Content`."""
-    given = sum(x is not None and x != [] for x in (content, content_file, args))
-    if given > 1:
-        raise UsageError("use only one of --content, --content-file and --arg")
-    if content is not None:
-        return Content.text(content)
-    if content_file is not None:
-        try:
-            return Content.raw(content_file.read_bytes())
-        except OSError as exc:
-            raise UsageError(f"cannot read --content-file {content_file}: {exc.strerror}") from exc
-    if args:
-        pairs: dict[str, str] = {}
-        for item in args:
-            name, sep, value = item.partition("=")
-            if not sep or not name:
-                raise UsageError(f"--arg {item!r} is not NAME=VALUE; write it like --arg pr=42")
-            if name in pairs:
-                raise UsageError(f"--arg {name} is given twice; give each name once")
-            pairs[name] = value
-        return Content.args(pairs)
-    return Content.empty()
-
+from gitledger.plan import content_from_options
 
 TASK = typer.Option(..., "--task", "-t", help="Task id, stable across restarts (e.g. an issue id).")
 STEP = typer.Option(..., "--step", "-s", help="Step name within the task (e.g. open-pr).")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app, emit_json, say
-from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, STEP, TASK, content_from_options
+from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app, say
+from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, STEP, TASK
 from gitledger.errors import UsageError
 
 CHECK = typer.Option(
@@ -88,41 +88,30 @@ def run_step_command(
         )
     if not command:
         raise UsageError("no command after '--'; write: gitledger run-step --task T --step S -- COMMAND")
-    from gitledger.command import run_command
-    from gitledger.keys import StepKey
-    from gitledger.protocol import StepPolicy, StepRunner
+    from gitledger.command import check_command, run_command
+    from gitledger.plan import content_from_options, plan_step, report_step
+    from gitledger.protocol import StepRunner
     from gitledger.workspace import open_workspace
 
     step_content = content_from_options(content, content_file, arg)
     with open_workspace(repo, github_repo) as ws:
-        cfg = ws.config
-        step_cfg = cfg.step(step)
-        step_key = StepKey.derive(task, step, step_content, cfg.names)
-        checks = ws.checks(check or step_cfg.checks or ())
-        policy = StepPolicy(
-            on_unconfirmed=on_unconfirmed or step_cfg.on_unconfirmed or cfg.on_unconfirmed or "fail",
-            lease=lease or step_cfg.lease or cfg.lease or StepPolicy.lease,
-        )
+        check_command(command, ws.cwd)
+        plan = plan_step(ws, task, step, step_content, check, on_unconfirmed, lease)
         arbiter = None
-        if remote or cfg.claims == "remote":
+        if remote or ws.config.claims == "remote":
             from gitledger.sync import RemoteArbiter, default_remote
 
-            name = default_remote(ws.repo, remote or cfg.remote)
+            name = default_remote(ws.repo, remote or ws.config.remote)
             arbiter = RemoteArbiter(ws.store, name, allow_offline=allow_offline)
         elif allow_offline:
             raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
-        runner = StepRunner(ws.store, arbiter=arbiter)
-        result = runner.run(
-            step_key,
-            checks,
-            lambda: run_command(command, step_key, ws.cwd, stdout_to_stderr=json_out),
-            policy,
+        result = StepRunner(ws.store, arbiter=arbiter).run(
+            plan.key,
+            plan.checks,
+            lambda: run_command(command, plan.key, ws.cwd, stdout_to_stderr=json_out),
+            plan.policy,
         )
     for warning in result.extra.get("warnings", ()):
         say(f"warning: {warning}")
-    if json_out:
-        emit_json(result.to_json())
-    else:
-        detail = f" ({result.ref})" if result.ref else ""
-        say(f"{result.status} {result.key}{detail}" + (f": {result.message}" if result.message else ""))
+    report_step(result.to_json(), json_out)
     raise typer.Exit(result.exit_code)

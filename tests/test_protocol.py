@@ -1,0 +1,195 @@
+"""The step state machine against the in-memory store: every branch of the protocol, in milliseconds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gitledger.checks import CallableCheck, LedgerCheck
+from gitledger.errors import CheckError, CorruptLedgerError
+from gitledger.keys import Content, StepKey
+from gitledger.ledger import ATTEMPTING, DONE, FORGOTTEN, fold
+from gitledger.owner import Owner
+from gitledger.protocol import ActionResult, PayloadMismatchError, StepPolicy, StepRunner, iso
+from gitledger.store import ANY_VERSION, Intent, MemoryStore
+
+STEP = StepKey.derive("T-1", "open-pr", Content.text("body"))
+
+
+class Effects:
+    """A fake external system: counts effects, answers existence queries."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def act(self) -> ActionResult:
+        self.count += 1
+        return ActionResult(ok=True, ref=f"effect-{self.count}")
+
+    def check(self) -> CallableCheck:
+        return CallableCheck(lambda step: f"effect-{self.count}" if self.count else None, spec="fake")
+
+
+def other_host(lease_until: str | None) -> dict[str, object]:
+    owner = Owner("elsewhere", "b", 1, "1", "s").to_json()
+    event: dict[str, object] = {"state": ATTEMPTING, "key": STEP.key, "owner": owner, "at": iso(0)}
+    if lease_until is not None:
+        event["lease_until"] = lease_until
+    return event
+
+
+def dead_local_claim() -> dict[str, object]:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    here = Owner.current()
+    owner = Owner(here.host, here.boot, proc.pid, "0", "dead")
+    return {"state": ATTEMPTING, "key": STEP.key, "owner": owner.to_json(), "lease_until": iso(2e9)}
+
+
+def test_fresh_then_skipped():
+    store, fx = MemoryStore(), Effects()
+    runner = StepRunner(store)
+    first = runner.run(STEP, [fx.check()], fx.act)
+    second = runner.run(STEP, [fx.check()], fx.act)
+    assert (first.status, first.ref) == ("created", "effect-1")
+    assert (second.status, second.ref) == ("skipped", "effect-1")
+    assert fx.count == 1
+
+
+def test_reality_is_queried_before_the_first_action():
+    store, fx = MemoryStore(), Effects()
+    fx.count = 1  # the effect exists although the ledger is empty (fresh clone, lost ledger)
+    result = StepRunner(store).run(STEP, [fx.check()], fx.act)
+    assert result.status == "already_existed" and fx.count == 1
+    assert store.load(STEP.key).folded.done["outcome"] == "already_existed"
+
+
+def test_live_owner_elsewhere_holds_the_step():
+    store, fx = MemoryStore(), Effects()
+    store.append(Intent.of(STEP), other_host(iso(2e9)), None)
+    result = StepRunner(store).run(STEP, [fx.check()], fx.act)
+    assert result.status == "in_progress" and result.exit_code == 75 and fx.count == 0
+
+
+def test_missing_deadline_means_locked_not_expired():
+    store, fx = MemoryStore(), Effects()
+    store.append(Intent.of(STEP), other_host(None), None)
+    assert StepRunner(store).run(STEP, [fx.check()], fx.act).status == "in_progress"
+
+
+def test_expired_lease_queries_reality_then_acts():
+    store, fx = MemoryStore(), Effects()
+    store.append(Intent.of(STEP), other_host(iso(1)), None)
+    assert StepRunner(store).run(STEP, [fx.check()], fx.act).status == "created"
+    assert fx.count == 1
+
+
+def test_dead_local_owner_is_detected_at_once():
+    store, fx = MemoryStore(), Effects()
+    store.append(Intent.of(STEP), dead_local_claim(), None)
+    fx.count = 1  # the dead owner did produce the effect
+    result = StepRunner(store).run(STEP, [fx.check()], fx.act)
+    assert result.status == "already_existed" and fx.count == 1
+
+
+@pytest.mark.parametrize(
+    "policy,status,effects", [("fail", "unconfirmed", 0), ("retry", "created", 1), ("skip", "skipped", 0)]
+)
+def test_unconfirmed_ledger_only_step_follows_policy(policy, status, effects):
+    store, fx = MemoryStore(), Effects()
+    store.append(Intent.of(STEP), dead_local_claim(), None)
+    result = StepRunner(store).run(STEP, [LedgerCheck()], fx.act, StepPolicy(on_unconfirmed=policy))
+    assert result.status == status and fx.count == effects
+    if status == "unconfirmed":
+        assert result.exit_code == 3 and "gitledger resolve" in (result.message or "")
+
+
+def test_failure_is_recorded_and_retryable():
+    store, fx = MemoryStore(), Effects()
+    runner = StepRunner(store)
+    failed = runner.run(STEP, [fx.check()], lambda: ActionResult(ok=False, exit_code=4, message="boom"))
+    assert (failed.status, failed.exit_code) == ("failed", 4)
+    assert store.load(STEP.key).folded.state == "failed"
+    assert runner.run(STEP, [fx.check()], fx.act).status == "created"
+
+
+def test_check_error_does_not_act_and_explains():
+    store = MemoryStore()
+
+    def broken(step: StepKey) -> str | None:
+        raise CheckError("GitHub is down")
+
+    with pytest.raises(CheckError, match="nothing was done"):
+        StepRunner(store).run(STEP, [CallableCheck(broken)], lambda: pytest.fail("must not act"))
+    entry = store.load(STEP.key)
+    assert [e["state"] for e in entry.events] == ["info"]
+    assert entry.folded.state == "none"
+
+
+def test_exception_in_action_is_recorded_as_failed():
+    store = MemoryStore()
+
+    def explode() -> ActionResult:
+        raise RuntimeError("kaboom")
+
+    with pytest.raises(RuntimeError):
+        StepRunner(store).run(STEP, [LedgerCheck()], explode)
+    assert store.load(STEP.key).folded.state == "failed"
+
+
+def test_lost_race_redecides():
+    """A writer that decided on a stale version must not act: CAS fails, it re-reads, sees done."""
+    store, fx = MemoryStore(), Effects()
+
+    class Racer(MemoryStore):
+        raced = False
+
+        def append(self, intent, event, expected):  # type: ignore[no-untyped-def]
+            if not self.raced and event["state"] == ATTEMPTING:
+                self.raced = True  # someone else finishes first
+                super().append(intent, {"state": DONE, "outcome": "created", "ref": "theirs"}, ANY_VERSION)
+            return super().append(intent, event, expected)
+
+    store = Racer()
+    result = StepRunner(store).run(STEP, [LedgerCheck()], fx.act)
+    assert (result.status, result.ref, fx.count) == ("skipped", "theirs", 0)
+
+
+def test_fold_rules():
+    created = {"state": DONE, "outcome": "created"}
+    assert fold([created, {"state": ATTEMPTING}]).state == DONE  # done wins over a merged claim
+    assert fold([created, {"state": FORGOTTEN}]).state == "none"
+    assert fold([created, {"state": FORGOTTEN}, {"state": ATTEMPTING}]).state == ATTEMPTING
+    assert fold([created, dict(created)]).duplicate
+    assert not fold([created, {"state": FORGOTTEN}, dict(created)]).duplicate
+
+
+def test_corrupt_entry_is_an_error_for_that_key_only():
+    store, fx = MemoryStore(), Effects()
+    other = StepKey.derive("T-2", "x")
+    store.corrupt(STEP.key, b"{not json\n")
+    with pytest.raises(CorruptLedgerError, match="corrupt"):
+        StepRunner(store).run(STEP, [LedgerCheck()], fx.act)
+    assert StepRunner(store).run(other, [LedgerCheck()], fx.act).status == "created"
+    # a person's resolution supersedes the bad line; the line itself is kept
+    store.append(Intent.of(STEP), {"state": FORGOTTEN}, ANY_VERSION)
+    assert StepRunner(store).run(STEP, [LedgerCheck()], fx.act).status == "created"
+    assert len(store.load(STEP.key).bad_lines) == 1
+
+
+def test_payload_mismatch():
+    store, fx = MemoryStore(), Effects()
+    StepRunner(store).run(STEP, [LedgerCheck()], fx.act, fingerprint="a")
+    with pytest.raises(PayloadMismatchError):
+        StepRunner(store).run(STEP, [LedgerCheck()], fx.act, fingerprint="b")
+
+
+def test_core_imports_no_adapters():
+    code = (
+        "import sys, gitledger.protocol, gitledger.keys, gitledger.store, gitledger.ledger, gitledger.checks;"
+        "bad = {'typer', 'github', 'yaml', 'git', 'gitledger.git', 'gitledger.gitstore'} & set(sys.modules);"
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
