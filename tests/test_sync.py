@@ -468,3 +468,30 @@ def test_a_crash_between_local_claim_and_remote_push_fails_safe(tmp_path: Path) 
     (evs,) = events(remote).values()
     assert [e["state"] for e in evs] == ["attempting", "attempting", DONE]
     assert evs[1]["supersedes"] == [evs[0]["id"]]
+
+
+def test_init_and_the_pre_push_hook_carry_the_ledger_with_a_plain_git_push(tmp_path: Path) -> None:
+    """``init`` sets gitledger.pushLedger; the installed pre-push hook then runs ``sync`` on push."""
+    remote, (a, b) = make_remote(tmp_path, 2)
+    for clone in (a, b):
+        assert run_gitledger("init", cwd=clone).returncode == 0
+        assert run_gitledger("hooks", "install", cwd=clone).returncode == 0
+    (a / "f").write_text("x\n")
+    git("add", "f", cwd=a)
+    git("commit", "-q", "-m", "work", cwd=a)
+    record(a, "T", ["one"])
+    record(b, "T", ["two"])
+    sync(b)
+    push = subprocess.run(["git", "push", "-q", "origin", "HEAD:main"], cwd=a, capture_output=True, text=True)
+    assert push.returncode == 0, push.stderr
+    assert git("rev-parse", "main", cwd=remote) == git("rev-parse", "HEAD", cwd=a)  # the branch went
+    assert (
+        set(events(remote))
+        == set(events(a))
+        == {  # and the ledger, merged with b's
+            StepKey.derive("T", "one", Content.empty()).key,
+            StepKey.derive("T", "two", Content.empty()).key,
+        }
+    )
+    git("fetch", "-q", "origin", cwd=b)  # plain fetch brings the ledger into the tracking refs
+    assert refs(b)[tracking_ref("origin", NOTES_REF)] == refs(remote)[NOTES_REF]
