@@ -256,6 +256,7 @@ class LedgerSync:
         timeout: float = NETWORK_TIMEOUT,
         max_tries: int = MAX_TRIES,
         sleep: Callable[[float], None] = time.sleep,
+        validate: bool = True,
     ) -> None:
         self.store = store
         self.repo = store.repo
@@ -263,7 +264,8 @@ class LedgerSync:
         self.timeout = timeout
         self.max_tries = max_tries
         self.sleep = sleep
-        check_remote(self.repo, remote)
+        if validate:
+            check_remote(self.repo, remote)
 
     # -- fetch -------------------------------------------------------------------------------------
 
@@ -460,12 +462,18 @@ class RemoteArbiter:
     """
 
     def __init__(self, store: GitStore, remote: str, *, allow_offline: bool = False, **options: Any) -> None:
-        self.sync = LedgerSync(store, remote, **options)
+        # the remote name is checked when first needed: a done key is skipped without it, exactly as
+        # the fast skip path does
+        self.sync = LedgerSync(store, remote, validate=False, **options)
         self.store = store
         self.remote = remote
         self.allow_offline = allow_offline
+        self._checked = False
 
     def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict:
+        if not self._checked:
+            check_remote(self.store.repo, self.remote)
+            self._checked = True
         line = encode_event(claim).rstrip(b"\n")
         known = self._version_lines(seen.version) | {line}
         intent_oid = self.store.intent_oid(intent)

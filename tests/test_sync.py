@@ -495,3 +495,16 @@ def test_init_and_the_pre_push_hook_carry_the_ledger_with_a_plain_git_push(tmp_p
     )
     git("fetch", "-q", "origin", cwd=b)  # plain fetch brings the ledger into the tracking refs
     assert refs(b)[tracking_ref("origin", NOTES_REF)] == refs(remote)[NOTES_REF]
+
+
+def test_remote_mode_skips_a_done_key_the_same_with_and_without_the_fast_path(tmp_path: Path) -> None:
+    _, (a,) = make_remote(tmp_path, 1)
+    argv = ["run-step", "-t", "T", "-s", "s", "--remote", "nowhere", "--", "true"]
+    first = run_gitledger(*argv, cwd=a)
+    assert first.returncode == 2 and "no git remote named 'nowhere'" in first.stderr
+    assert run_json("list", cwd=a)[0]["state"] == "none"  # the claim was withdrawn, nothing ran
+    record(a, "T", ["s"])
+    fast = run_gitledger(*argv, cwd=a)
+    full = run_gitledger(*argv, cwd=a, env={"GITLEDGER_NO_FASTPATH": "1"})
+    assert (fast.returncode, fast.stdout, fast.stderr) == (full.returncode, full.stdout, full.stderr)
+    assert fast.returncode == 0 and "skipped" in fast.stderr
