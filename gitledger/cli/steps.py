@@ -108,7 +108,13 @@ def run_step_command(
         result = StepRunner(ws.store, arbiter=arbiter).run(
             plan.key,
             plan.checks,
-            lambda: run_command(command, plan.key, ws.cwd, stdout_to_stderr=json_out),
+            lambda: run_command(
+                command,
+                plan.key,
+                ws.cwd,
+                stdout_to_stderr=json_out,
+                extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
+            ),
             plan.policy,
         )
     for warning in result.extra.get("warnings", ()):
