@@ -1,8 +1,8 @@
 """Per-step protocol overhead, in process, against the ledger's size: gitledger vs JSON file vs SQLite.
 
-For each ledger size the three ledgers are built with the same entries (all ``done``), verified, and
-then measured *interleaved* (round robin, the order rotating each round), so a change in machine load
-hits all three alike:
+The three ledgers are built at every size with the same entries (all ``done``) and verified; then all
+of them, every size, are measured *interleaved* (round robin, the order rotating each round), so a
+change in machine load hits every size and every ledger alike:
 
 - ``skip``: ``StepRunner.run`` on an existing done key (one ledger read) → ``skipped``;
 - ``fresh``: ``StepRunner.run`` on a new key → claim (CAS append) + no-op action + done (append).
@@ -91,42 +91,52 @@ def open_ledger(kind: str, folder: Path, steps: list[StepKey], verify: int) -> O
     return Opened(kind, store, runner, build_s, verified, close)
 
 
-def measure_size(
+def measure_all(
     workdir: Path,
-    size: int,
+    sizes: list[int],
     reps: int,
     min_reps: int,
     budget_s: float,
     verify: int,
     ledgers: tuple[str, ...] = LEDGERS,
     seed: int = 1,
-) -> dict[str, Any]:
-    """Build the ledgers at ``size`` entries and measure skip and fresh steps interleaved."""
+) -> dict[str, dict[str, Any]]:
+    """Build every ledger at every size, then measure skip and fresh steps interleaved across all.
+
+    Every (size, ledger) cell takes one step per round, the order rotating each round, so a change
+    in machine load hits every size and every ledger alike: the ratios between sizes (flatness) and
+    between ledgers come from the same rounds.
+    """
     rng = random.Random(seed)
-    steps = make_steps(size)
-    opened: list[Opened] = []
+    cells: list[tuple[int, list[StepKey], Opened]] = []
     try:
-        for kind in ledgers:
-            log(f"overhead: building {kind} ledger of {size} entries")
-            opened.append(open_ledger(kind, workdir / f"{kind}-{size}", steps, verify))
+        for size in sizes:
+            steps = make_steps(size)
+            for kind in ledgers:
+                log(f"overhead: building {kind} ledger of {size} entries")
+                cells.append((size, steps, open_ledger(kind, workdir / f"{kind}-{size}", steps, verify)))
         # warm up: spawn readers, fill caches the way a long-running agent would have them
-        for o in opened:
+        for _size, steps, o in cells:
             for step in rng.sample(steps, min(3, len(steps))):
                 assert o.runner.run(step, CHECKS, noop).status == SKIPPED
             assert o.runner.run(StepKey.derive("warm", o.kind), CHECKS, noop).status == CREATED
+        counter = 0
         for path, expect in (("skip", SKIPPED), ("fresh", CREATED)):
-            counter = 0
             for rnd in range(reps):
-                order = opened[rnd % len(opened) :] + opened[: rnd % len(opened)]
-                active = [o for o in order if len(o.samples[path]) < min_reps or o.spent[path] < budget_s]
+                shift = rnd % len(cells)
+                active = [
+                    c
+                    for c in cells[shift:] + cells[:shift]
+                    if len(c[2].samples[path]) < min_reps or c[2].spent[path] < budget_s
+                ]
                 if not active:
                     break
-                for o in active:
+                for size, steps, o in active:
                     if path == "skip":
                         step = steps[rng.randrange(size)]
                     else:
                         counter += 1
-                        step = StepKey.derive(f"fresh-{rnd}-{counter}", "step")
+                        step = StepKey.derive(f"fresh-{counter}", "step")
                     t0 = time.perf_counter()
                     result = o.runner.run(step, CHECKS, noop)
                     elapsed = time.perf_counter() - t0
@@ -134,17 +144,17 @@ def measure_size(
                         raise RuntimeError(f"{o.kind} {path}: got {result.status}, expected {expect}")
                     o.samples[path].append(elapsed)
                     o.spent[path] += elapsed
-        return {
-            o.kind: {
+        results: dict[str, dict[str, Any]] = {str(size): {} for size in sizes}
+        for size, _steps, o in cells:
+            results[str(size)][o.kind] = {
                 "build_s": round(o.build_s, 3),
                 "verified": o.verified,
                 "skip": summarize(o.samples["skip"]),
                 "fresh": summarize(o.samples["fresh"]),
             }
-            for o in opened
-        }
+        return results
     finally:
-        for o in opened:
+        for _size, _steps, o in cells:
             o.close()
 
 
@@ -159,22 +169,24 @@ def run(
     keep: bool = False,
 ) -> dict[str, Any]:
     """Per-step overhead at every size; returns {"sizes": [...], "results": {size: {ledger: ...}}}."""
-    results: dict[str, Any] = {}
+    folder = workdir / "overhead"
+    try:
+        results = measure_all(folder, sizes, reps, min_reps, budget_s, verify, ledgers)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
     for size in sizes:
-        folder = workdir / f"overhead-{size}"
-        results[str(size)] = measure_size(folder, size, reps, min_reps, budget_s, verify, ledgers)
         for kind, cell in results[str(size)].items():
             log(
                 f"overhead {size:>7} {kind:<9} skip {cell['skip']['median']:.3f} ms "
                 f"fresh {cell['fresh']['median']:.3f} ms (n={cell['skip']['n']}/{cell['fresh']['n']})"
             )
-        if not keep:
-            shutil.rmtree(folder, ignore_errors=True)
     return {
         "sizes": sizes,
         "ledgers": list(ledgers),
         "reps": reps,
         "min_reps": min_reps,
         "budget_s": budget_s,
+        "interleaved": "every size and ledger in the same rounds",
         "results": results,
     }

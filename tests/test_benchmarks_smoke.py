@@ -76,8 +76,12 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
             assert _finite(cell["steps_per_s"]) and cell["key_cas_losses"] == 0
     assert conc["gitledger"]["2"]["ref_cas_retries"] >= 0
 
-    assert data["sync"]["status"] in ("pending", "measured", "error")
-    assert data["audit"]["status"] in ("pending", "measured", "error")
+    # the hooks run whatever of sync and audit is on this branch, and must not fail on it
+    root = Path(run.__file__).resolve().parent.parent
+    has_sync = (root / "benchmarks" / "bench_sync.py").exists()
+    has_audit = (root / "gitledger" / "cli" / "audit.py").exists()
+    assert data["sync"]["status"] == ("measured" if has_sync else "pending"), data["sync"]
+    assert data["audit"]["status"] == ("measured" if has_audit else "pending"), data["audit"]
 
     profile = data["profile"]
     for path in ("skip", "fresh"):
