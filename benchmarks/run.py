@@ -40,7 +40,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "full": {
         "overhead": {"sizes": [100, 1_000, 10_000, 100_000], "reps": 300, "min_reps": 8, "budget_s": 6.0},
         "process": {"runs": 40, "ledger_size": 1_000},
-        "concurrency": {"processes": [1, 2, 4, 8], "steps": 40},
+        "concurrency": {"processes": [1, 2, 4, 8], "steps": 100},
         "profile": {"size": 10_000, "reps": 300, "import_runs": 15},
         "sync": {"sizes": [1_000, 10_000]},
         "audit": {"runs": 10, "prs": 300},
