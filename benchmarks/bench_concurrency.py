@@ -11,6 +11,8 @@ rebuilds its commit on the new tip and tries again) and the time spent waiting f
 for every ledger, ``Store.append`` returning None (the key's own version changed: the protocol
 re-decides; it stays 0 on distinct keys). ``gitledger-noflock`` is an ablation: the same store with its
 advisory lock replaced by a no-op, to show what the lock saves (correctness comes from the ref CAS).
+A step whose store gives up (``ConflictError`` after its 100 ref CAS tries; seen only in the ablation)
+is counted in ``gave_up`` and the worker goes on.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ LEDGERS = ("gitledger", "sqlite", "json", "gitledger-noflock")
 def _worker(kind: str, location: Path, worker: int, steps: int, go: Path) -> dict[str, Any]:
     from benchmarks.ledgers import JsonFileStore, SqliteStore
     from gitledger.checks import LedgerCheck
+    from gitledger.errors import ConflictError
     from gitledger.git import GitRepo
     from gitledger.gitstore import GitStore
     from gitledger.keys import StepKey
@@ -93,14 +96,19 @@ def _worker(kind: str, location: Path, worker: int, steps: int, go: Path) -> dic
     print("ready", flush=True)
     while not go.exists():
         time.sleep(0.001)
+    gave_up = 0
     start = time.monotonic()
     for step in keys:
-        result = runner.run(step, [LedgerCheck()], lambda: ActionResult(ok=True))
+        try:
+            result = runner.run(step, [LedgerCheck()], lambda: ActionResult(ok=True))
+        except ConflictError:  # the store's retries ran out (seen only without the advisory lock)
+            gave_up += 1
+            continue
         if result.status != CREATED:
             raise RuntimeError(f"worker {worker}: {step.key} {result.status}")
     end = time.monotonic()
     store.close()
-    return {"start": start, "end": end, "steps": steps, **counts}
+    return {"start": start, "end": end, "steps": steps, "gave_up": gave_up, **counts}
 
 
 def measure(kind: str, folder: Path, processes: int, steps: int) -> dict[str, Any]:
@@ -161,12 +169,13 @@ def measure(kind: str, folder: Path, processes: int, steps: int) -> dict[str, An
         "ref_cas_retries": sum(r["ref_cas_retries"] for r in reports),
         "ref_cas_retries_per_write": sum(r["ref_cas_retries"] for r in reports) / transitions,
         "key_cas_losses": sum(r["key_cas_losses"] for r in reports),
+        "gave_up": sum(r["gave_up"] for r in reports),
         "lock_wait_share": sum(r["lock_wait_s"] for r in reports) / (wall * processes) if wall else 0.0,
     }
 
 
-def verify(kind: str, folder: Path, expected: int) -> int:
-    """Entries in the ledger after the race; every step must have landed (nothing lost)."""
+def verify(kind: str, folder: Path, expected: int, gave_up: int = 0) -> int:
+    """Entries in the ledger after the race: every step that did not give up must have landed."""
     from benchmarks.ledgers import JsonFileStore, SqliteStore
 
     if kind.startswith("gitledger"):
@@ -179,8 +188,8 @@ def verify(kind: str, folder: Path, expected: int) -> int:
         store.close()
     else:
         count = JsonFileStore(folder / "ledger.json").count()
-    if count != expected:
-        raise RuntimeError(f"{kind}: {count} entries after the race, expected {expected}")
+    if not expected - gave_up <= count <= expected:
+        raise RuntimeError(f"{kind}: {count} entries after the race, expected {expected} ({gave_up} gave up)")
     return count
 
 
@@ -196,11 +205,12 @@ def run(
         for kind in ledgers:
             folder = workdir / f"conc-{kind}-{count}"
             cell = measure(kind, folder, count, steps)
-            cell["verified_entries"] = verify(kind, folder, cell["steps"])
+            cell["verified_entries"] = verify(kind, folder, cell["steps"], cell["gave_up"])
             results[kind][str(count)] = cell
             log(
                 f"concurrency {kind:<17} P={count}: {cell['steps_per_s']:.0f} steps/s, "
-                f"ref retries {cell['ref_cas_retries']}, key CAS losses {cell['key_cas_losses']}"
+                f"ref retries {cell['ref_cas_retries']}, key CAS losses {cell['key_cas_losses']}, "
+                f"gave up {cell['gave_up']}"
             )
     return {"processes": processes, "steps_per_worker": steps, "ledgers": list(ledgers), "results": results}
 
