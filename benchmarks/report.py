@@ -224,8 +224,9 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
         add(
             f"In process, cProfile, ledger of {ip['ledger_size']:,} entries, {ip['reps']} steps per path "
             f"(per-step figures include profiler overhead): skip {ip['skip']['per_step_ms']:.3f} ms, "
-            f"fresh {ip['fresh']['per_step_ms']:.3f} ms. Call trees: `profile-*-pyinstrument.txt`, "
-            "`profile-*-cprofile.txt` next to this report.\n"
+            f"fresh {ip['fresh']['per_step_ms']:.3f} ms. Call trees (`profile-*-pyinstrument.txt`, "
+            "`profile-*-cprofile.txt`) and the raw `importtime-skip.txt` are written to the output folder "
+            "(`benchmarks/results/` by default).\n"
         )
         for path in ("skip", "fresh"):
             add(f"Top functions by own time, {path}:\n")
