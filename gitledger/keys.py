@@ -56,7 +56,17 @@ def validate_name(value: str, what: str) -> str:
         raise UsageError(f"{what} {value!r} contains a control character; use printable text only")
     if len(value) > MAX_NAME_LEN:
         raise UsageError(f"{what} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
+    utf8(value, what)
     return value
+
+
+def utf8(value: str, what: str) -> bytes:
+    """``value`` as UTF-8; a clean error for text that has no UTF-8 form (e.g. argv bytes that were not
+    UTF-8, which Python hands over as lone surrogates)."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what} {value!r} is not valid UTF-8 text; pass it as UTF-8") from exc
 
 
 def slug(value: str, fallback: str) -> str:
@@ -95,9 +105,8 @@ def _canonical_value(value: Any, path: str) -> Any:
 def canonical_json(value: Any) -> bytes:
     """Canonical JSON: sorted keys, no whitespace, UTF-8, finite numbers only."""
     checked = _canonical_value(value, "args")
-    return json.dumps(
-        checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    text = json.dumps(checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return utf8(text, "argument")
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,12 @@ class Content:
 
     @classmethod
     def text(cls, text: str) -> Content:
-        return cls("bytes", text.encode("utf-8"))
+        """Text as UTF-8. Command-line bytes that are not UTF-8 arrive as lone surrogates
+        (surrogateescape) and are hashed as those original bytes, like ``--content-file`` would."""
+        try:
+            return cls("bytes", text.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError as exc:
+            raise UsageError("content is not valid text (it holds lone surrogates); pass UTF-8") from exc
 
     @classmethod
     def raw(cls, data: bytes) -> Content:

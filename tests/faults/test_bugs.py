@@ -1,0 +1,46 @@
+"""Regression tests for bugs the reliability suite found (one test per fix)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitledger.errors import UsageError
+from gitledger.keys import Content, StepKey
+from tests.helpers import gitledger_argv
+
+NOT_UTF8 = os.fsdecode(b"issue-\xff\xfe")  # what Python makes of argv bytes that are not UTF-8
+
+
+def run_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(gitledger_argv(*args), cwd=cwd, capture_output=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("field", ["--task", "--step"])
+def test_a_name_that_is_not_utf8_is_a_usage_error_not_a_traceback(repo: Path, field: str):
+    args = {"--task": "t", "--step": "s", field: NOT_UTF8}
+    argv = ["key", *[x for pair in args.items() for x in pair]]
+    proc = run_bytes(argv, repo)
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert proc.stderr.count(b"\n") == 1 and b"UTF-8" in proc.stderr
+    with pytest.raises(UsageError):
+        StepKey.derive(NOT_UTF8, "s")
+
+
+def test_content_that_is_not_utf8_hashes_its_bytes_like_a_file(repo: Path, tmp_path: Path):
+    raw = b"caf\xe9 \xff"
+    (tmp_path / "c").write_bytes(raw)
+    text = run_bytes(["key", "-t", "t", "-s", "s", "--content", os.fsdecode(raw), "--json"], repo)
+    file = run_bytes(["key", "-t", "t", "-s", "s", "--content-file", str(tmp_path / "c"), "--json"], repo)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout == file.stdout
+    assert Content.text(os.fsdecode(raw)) == Content.raw(raw)
+
+
+def test_an_argument_that_is_not_utf8_is_a_usage_error(repo: Path):
+    proc = run_bytes(["key", "-t", "t", "-s", "s", "--arg", f"x={NOT_UTF8}"], repo)
+    assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
