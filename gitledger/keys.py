@@ -37,6 +37,7 @@ KEY_DIGEST_LEN = 24
 BRANCH_DIGEST_LEN = 12
 MIN_LABEL_DIGEST = 16
 MAX_LABEL_LEN = 50
+MAX_BRANCH_PREFIX = 100
 MAX_NAME_LEN = 1024
 SLUG_LEN = 32
 DEFAULT_BRANCH_PREFIX = "gitledger/"
@@ -150,6 +151,24 @@ def compute_digest(task: str, step: str, content: Content) -> str:
     return h.hexdigest()
 
 
+def branch_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid branch name (the rules of ``git check-ref-format --branch``), or None."""
+    if not name or name == "@":
+        return "empty or '@'"
+    if name.startswith("-"):
+        return "starts with '-'"
+    if name.startswith("/") or name.endswith("/") or "//" in name:
+        return "a leading, trailing or doubled '/'"
+    if ".." in name or "@{" in name or name.endswith("."):
+        return "'..', '@{' or a trailing '.'"
+    if re.search(r"[\x00-\x20\x7f~^:?*\[\\]", name):
+        return "a space, control character or one of ~ ^ : ? * [ \\"
+    for part in name.split("/"):
+        if part.startswith(".") or part.endswith(".lock"):
+            return f"component {part!r} starts with '.' or ends with '.lock'"
+    return None
+
+
 @dataclass(frozen=True)
 class Names:
     """Prefixes for derived names; from ``.gitledger.yml`` or the defaults."""
@@ -166,6 +185,19 @@ class Names:
             )
         if self.branch_prefix and not re.fullmatch(r"[A-Za-z0-9._/-]*", self.branch_prefix):
             raise UsageError(f"branch prefix {self.branch_prefix!r} may only use letters, digits and . _ / -")
+        if len(self.branch_prefix) > MAX_BRANCH_PREFIX:
+            raise UsageError(
+                f"branch prefix {self.branch_prefix!r} is too long; use at most {MAX_BRANCH_PREFIX} "
+                "characters"
+            )
+        # Slugs and digests are [a-z0-9_-] and start with a letter or digit, so a branch is a valid
+        # branch name exactly when this sample is.
+        problem = branch_name_problem(f"{self.branch_prefix}task/step-{'0' * BRANCH_DIGEST_LEN}")
+        if problem:
+            raise UsageError(
+                f"branch prefix {self.branch_prefix!r} makes invalid branch names ({problem}); "
+                "use e.g. 'gitledger/' or 'agent/'"
+            )
 
 
 @dataclass(frozen=True)

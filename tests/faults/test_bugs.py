@@ -44,3 +44,31 @@ def test_content_that_is_not_utf8_hashes_its_bytes_like_a_file(repo: Path, tmp_p
 def test_an_argument_that_is_not_utf8_is_a_usage_error(repo: Path):
     proc = run_bytes(["key", "-t", "t", "-s", "s", "--arg", f"x={NOT_UTF8}"], repo)
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+BAD_BRANCH_PREFIXES = ["a..b/", "x.lock/", ".hidden/", "/abs/", "a//b/", "-opt/", "dir/.x", "p" * 101 + "/"]
+
+
+@pytest.mark.parametrize("prefix", BAD_BRANCH_PREFIXES)
+def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, prefix: str):
+    """Before the fix 'x.lock/' was accepted and every branch step failed inside git."""
+    (repo / ".gitledger.yml").write_text(f'prefixes:\n  branch: "{prefix}"\n')
+    proc = subprocess.run(
+        gitledger_argv("run-step", "-t", "t", "-s", "s", "-c", "branch", "--", "true"),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and ".gitledger.yml line 2" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("prefix", ["gitledger/", "agent/", "a.b/", "x-", "bots/v1.2/", ""])
+def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str):
+    from gitledger.keys import Names
+
+    branch = StepKey.derive("t", "s", names=Names(branch_prefix=prefix)).branch
+    proc = subprocess.run(["git", "check-ref-format", "--branch", branch], capture_output=True, check=False)
+    assert proc.returncode == 0, branch
