@@ -164,6 +164,7 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
     Found → done (already_existed); absent → failed (retryable); ledger-only → reported unconfirmed.
     Check commands (cmd:) are taken from .gitledger.yml only, never from the ledger itself.
     """
+    from gitledger.checks.specs import validate_spec
     from gitledger.keys import StepKey
     from gitledger.ledger import ATTEMPTING
     from gitledger.protocol import StepRunner, reconcile_entry
@@ -183,7 +184,13 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
                     continue
                 step = StepKey(intent.task, intent.step, intent.digest, ws.config.names)
                 claim = entry.folded.claim or {}
-                specs = [s for s in claim.get("checks") or [] if not s.startswith("cmd:")]
+                # The claim's checks come from the ledger, which anyone with push access can write:
+                # never a command from there, and nothing that is not a valid spec.
+                specs = [
+                    s
+                    for s in claim.get("checks") or []
+                    if isinstance(s, str) and not s.startswith("cmd:") and validate_spec(s) is None
+                ]
                 specs += [s for s in ws.config.step(intent.step).checks or () if s.startswith("cmd:")]
                 outcome, ref = reconcile_entry(runner, step, entry, ws.checks(specs))
                 results.append({"key": entry.key, "result": outcome, "ref": ref})

@@ -72,3 +72,45 @@ def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str):
     branch = StepKey.derive("t", "s", names=Names(branch_prefix=prefix)).branch
     proc = subprocess.run(["git", "check-ref-format", "--branch", branch], capture_output=True, check=False)
     assert proc.returncode == 0, branch
+
+
+def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp_path: Path):
+    """'branch:--upload-pack' used to reach 'git ls-remote' as an option: git then ran the path that
+    followed (the key's branch ref) as a program, found relative to the work tree. A claim forged in
+    the ledger carried the spec into 'gitledger reconcile' too."""
+    from tests.faults.forge import PAST, forge
+    from tests.helpers import git, init_repo
+
+    init_repo(tmp_path / "origin.git", bare=True)
+    git("remote", "add", "origin", str(tmp_path / "origin.git"), cwd=repo)
+    step = StepKey.derive("t", "s")
+    sentinel = tmp_path / "PWNED"
+    payload = repo / "refs" / "heads" / step.branch
+    payload.parent.mkdir(parents=True)
+    payload.write_text(f"#!/bin/sh\ntouch {sentinel}\nexit 1\n")
+    payload.chmod(0o755)
+
+    spec = "branch:--upload-pack"
+    direct = subprocess.run(
+        gitledger_argv("run-step", "-t", "t", "-s", "s", "-c", spec, "--", "true"),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert direct.returncode == 2 and "unknown check spec" in direct.stderr, direct.stderr
+
+    forge(repo, step, "attempting", lease_until=PAST, checks=[spec])
+    reconcile = subprocess.run(
+        gitledger_argv("reconcile", "--json"),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert reconcile.returncode == 0, reconcile.stderr
+    assert not sentinel.exists()
+    # the invalid spec was dropped: nothing left that can query reality, so it stays unconfirmed
+    assert '"unconfirmed"' in reconcile.stdout
