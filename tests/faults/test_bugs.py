@@ -114,3 +114,21 @@ def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp
     assert not sentinel.exists()
     # the invalid spec was dropped: nothing left that can query reality, so it stays unconfirmed
     assert '"unconfirmed"' in reconcile.stdout
+
+
+def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty(repo: Path, tmp_path: Path):
+    """Before the fix 'list' showed every entry as 'none' (exit 0) and run-step failed after 100 tries
+    with "other writers keep moving refs/notes/gitledger"."""
+    from tests.helpers import git, run_gitledger
+
+    count = tmp_path / "count"
+    step = ["run-step", "-t", "t", "-s", "s", "--", "sh", "-c", f'echo x >> "{count}"']
+    assert run_gitledger(*step, cwd=repo).returncode == 0
+    missing = "1234567890" * 4
+    git("update-ref", "--no-deref", "-d", "refs/notes/gitledger", cwd=repo)
+    (repo / ".git" / "refs" / "notes" / "gitledger").write_text(missing + "\n")
+    for args in (step, ["list"]):
+        proc = run_gitledger(*args, cwd=repo)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "missing from the repository" in proc.stderr, proc.stderr
+    assert count.read_text() == "x\n"
