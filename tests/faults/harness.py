@@ -60,6 +60,7 @@ class Workbench:
     root: Path
     github: Any = None
     marker: str = field(default_factory=lambda: f"GITLEDGER_FAULTS_CASE={uuid.uuid4().hex}")
+    effect_prefix: str = ""  # e.g. "sleep 0.05; " to widen the window other workers see
 
     def __post_init__(self) -> None:
         self.repo = init_repo(self.root / "repo")
@@ -95,7 +96,7 @@ class Workbench:
 
     def argv(self, kind: Kind, task: str = TASK, wait: bool = False) -> list[str]:
         checks = [x for c in kind.checks for x in ("-c", c)]
-        script = (WAIT_FOR_GO if wait else "") + kind.effect
+        script = (WAIT_FOR_GO if wait else "") + self.effect_prefix + kind.effect
         return gitledger_argv(
             "run-step", "-t", task, "-s", kind.name, "--json", *checks, "--", "sh", "-c", script
         )
