@@ -50,7 +50,11 @@ def check_command(argv: Sequence[str], cwd: Path) -> None:
 
 
 def run_command(
-    argv: Sequence[str], step: StepKey, cwd: Path, stdout_to_stderr: bool = False
+    argv: Sequence[str],
+    step: StepKey,
+    cwd: Path,
+    stdout_to_stderr: bool = False,
+    extra_env: dict[str, str] | None = None,
 ) -> ActionResult:
     """Run ``argv`` with the step's GITLEDGER_* variables; what it writes to $GITLEDGER_RESULT is the ref."""
     import tempfile
@@ -60,6 +64,7 @@ def run_command(
         result_file.touch()
         env = dict(os.environ)
         env.update(step_env(step))
+        env.update(extra_env or {})
         env["GITLEDGER_RESULT"] = str(result_file)
         try:
             proc = subprocess.Popen(

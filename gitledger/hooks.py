@@ -386,6 +386,17 @@ def _git_dir(repo: Path) -> str:
     return proc.stdout.rstrip("\n")
 
 
+def _worktree(git_dir: Path | str) -> Path | None:
+    """The work tree of a git directory (where .gitledger.yml lives), or None for a bare repository."""
+    path = Path(git_dir)
+    if path.name == ".git":
+        return path.parent
+    linked = path / "gitdir"  # a linked worktree's git dir points back at the worktree's .git file
+    if linked.is_file():
+        return Path(linked.read_text().strip()).parent
+    return None
+
+
 def remote_heads(git_dir: str, target: str, branches: Iterable[str]) -> dict[str, str]:
     """The subset of ``branches`` that exist on ``target`` (a remote name or URL), with their commits."""
     wanted = sorted(set(branches))
@@ -489,9 +500,34 @@ def check_push(
 def existence_finders(repo: Path, remote: str, url: str) -> list[ExistenceFinder]:
     """The existence finders the pre-push hook passes to :func:`check_push` besides the branch check.
 
-    Extension point: a finder for artifacts outside git (e.g. an open GitHub pull request whose body
-    carries the key's marker) is built here from the push destination and returned. Import such
-    modules inside this function so a push without keys stays fast. There are none yet.
+    The GitHub pull-request finder is used when the push goes to a GitHub repository (from the remote
+    URL, or ``github.repo`` in .gitledger.yml) and a token is set (GITHUB_TOKEN or GH_TOKEN): a PR in
+    any state for the key — on its convention branch or carrying its label — means the branch being
+    pushed would become a duplicate. Without a token the hook stays offline and checks branches only.
+    It is called only when a pushed commit carries a key, and imports PyGithub only then.
     """
-    del repo, remote, url
-    return []
+    from gitledger import config as config_mod
+    from gitledger.github import TOKEN_VARS, parse_remote_url
+
+    if not any(os.environ.get(var, "").strip() for var in TOKEN_VARS):
+        return []
+    cfg = config_mod.load(_worktree(repo))
+    full_name = cfg.github_repo or parse_remote_url(url)
+    if full_name is None:
+        return []
+
+    def github_pull(key: str) -> str | None:
+        from gitledger.errors import CheckError, GitledgerError
+        from gitledger.github import GitHubContext
+        from gitledger.keys import KeyRef
+
+        try:
+            with GitHubContext.from_settings(
+                repo=full_name, api_url=cfg.github_api_url, git_repo=None
+            ) as ctx:
+                found = ctx.find_pull(KeyRef(key, cfg.names), marker_scan=False)
+        except GitledgerError as exc:
+            raise CheckError(f"cannot ask GitHub about {key}: {exc}") from exc
+        return f"pull request {found.html_url}" if found else None
+
+    return [github_pull]

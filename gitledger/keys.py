@@ -255,6 +255,30 @@ class StepKey:
         }
 
 
+@dataclass(frozen=True)
+class KeyRef:
+    """A key known only by its text (from a trailer or a label), with the names derived from it."""
+
+    key: str
+    names: Names = Names()
+
+    @property
+    def branch(self) -> str:
+        return branch_for(self.key, self.names)
+
+    @property
+    def label(self) -> str:
+        return label_for(self.key, self.names)
+
+    @property
+    def trailer(self) -> str:
+        return trailer_for(self.key)
+
+    @property
+    def marker(self) -> str:
+        return marker_for(self.key)
+
+
 def _key_parts(key: str) -> tuple[str, str, str]:
     task_slug, step_slug, digest = key.split(".")
     return task_slug, step_slug, digest

@@ -23,8 +23,11 @@ from gitledger.keys import StepKey
 
 
 class Check(Protocol):
-    spec: str
-    queries_reality: bool
+    @property
+    def spec(self) -> str: ...
+
+    @property
+    def queries_reality(self) -> bool: ...
 
     def find(self, step: StepKey) -> str | None: ...
 

@@ -56,15 +56,16 @@ def parse_check(spec: str, env: CheckEnv) -> Check:
 
 
 def _github_check(name: str, arg: str, env: CheckEnv) -> Check:
-    from gitledger.checks import github
+    from gitledger.checks.github import BranchCheck as GitHubBranchCheck
+    from gitledger.checks.github import CommentCheck, PullRequestCheck
 
     assert env.github is not None
     ctx = env.github()
     if name == "github-pr":
-        return github.PullRequestCheck(ctx)
+        return PullRequestCheck(ctx)
     if name == "github-branch":
-        return github.BranchCheck(ctx)
-    return github.CommentCheck(ctx, int(arg))
+        return GitHubBranchCheck(ctx)
+    return CommentCheck(ctx, int(arg))
 
 
 @dataclass

@@ -84,7 +84,13 @@ def run_step_command(
         result = StepRunner(ws.store).run(
             plan.key,
             plan.checks,
-            lambda: run_command(command, plan.key, ws.cwd, stdout_to_stderr=json_out),
+            lambda: run_command(
+                command,
+                plan.key,
+                ws.cwd,
+                stdout_to_stderr=json_out,
+                extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
+            ),
             plan.policy,
         )
     report_step(result.to_json(), json_out)

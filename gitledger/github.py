@@ -1,0 +1,748 @@
+"""GitHub access for gitledger: settings, a PyGithub client that never re-sends a write, and queries.
+
+Imported only when a GitHub check or command is used (it imports PyGithub, requests and urllib3).
+
+Settings (:meth:`GitHubSettings.resolve`)
+    repository  the ``repo`` argument (``--github-repo`` / ``github.repo`` in .gitledger.yml), else parsed
+                from the ``origin`` remote's URL (https, ``git@host:o/r.git``, ``ssh://…/o/r.git``)
+    token       ``GITHUB_TOKEN``, then ``GH_TOKEN``; missing → :class:`GitHubSettingsError` (exit 2)
+    API base    the ``api_url`` argument, else ``GITHUB_API_URL``, else ``https://api.github.com``
+    tuning      ``GITLEDGER_GITHUB_TIMEOUT`` (seconds per HTTP request, default 20),
+                ``GITLEDGER_GITHUB_RETRIES`` (re-sends of one read, default 4),
+                ``GITLEDGER_GITHUB_BACKOFF`` (first back-off in seconds, doubled each time, default 1),
+                ``GITLEDGER_GITHUB_MAX_WAIT`` (the most one request may spend waiting for retries, rate
+                limit resets included, default 60) and ``GITLEDGER_GITHUB_WRITE_INTERVAL`` (seconds kept
+                between two writes, GitHub's advice for content creation, default 1)
+
+Retries (:class:`SafeRetry`)
+    Only GET and HEAD are ever re-sent: on 5xx, 429, a rate-limited 403, a dropped connection or a read
+    timeout, with exponential back-off that honours ``Retry-After`` and ``X-RateLimit-Reset``, bounded
+    by the retry count and the wait budget. When the wait a rate limit needs exceeds the budget the
+    request fails at once with the time of the reset. A write (POST, PATCH, PUT, DELETE) is sent once: a
+    5xx, a timeout or a dropped connection on a write means "unknown", and the caller queries reality
+    before doing anything else (PyGithub's own default retry re-sends POST on 5xx, which made duplicate
+    PRs). The only exception is a connection that could not be opened at all, where nothing was sent.
+
+Caching
+    Nothing caches responses on this side (requests has no cache and PyGithub sends no conditional
+    requests), and every request carries ``Cache-Control: no-cache`` so that no intermediary answers an
+    existence check from a stored copy (GitHub marks API answers ``private, max-age=60``).
+
+Secrets
+    The token is never put into any message: every error raised here passes through :meth:`redact`.
+
+Counting
+    :attr:`GitHubContext.calls` counts every HTTP exchange, retries included, by method (see
+    :class:`ApiCalls`), for the audit and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Self
+
+import github
+import github.Auth
+from urllib3.exceptions import MaxRetryError, ResponseError
+from urllib3.util.retry import Retry
+
+from gitledger.errors import GitledgerError, UsageError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from github.Issue import Issue
+    from github.PullRequest import PullRequest
+    from github.Repository import Repository
+    from urllib3.connectionpool import ConnectionPool
+    from urllib3.response import BaseHTTPResponse
+
+    from gitledger.git import GitRepo
+    from gitledger.keys import KeyRef, StepKey
+
+DEFAULT_API_URL = "https://api.github.com"
+TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+RETRY_STATUSES = frozenset({403, 429, 500, 502, 503, 504})
+MAX_BODY = 65536  # GitHub's limit for PR bodies and comments
+PER_PAGE = 100
+REDACTED = "***"
+
+_OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_REMOTE_PATTERNS = (
+    # https://github.com/o/r(.git), http(s)://user:pass@host/o/r.git, git://host/o/r.git
+    re.compile(r"^(?:https?|git)://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
+    # ssh://git@host(:port)/o/r.git
+    re.compile(r"^ssh://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
+    # git@github.com:o/r.git (scp-like; a local path has no "host:" in front)
+    re.compile(r"^(?:[^@/:]+@)?[A-Za-z0-9.-]+:(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
+)
+
+
+class GitHubError(GitledgerError):
+    """GitHub could not be queried or refused a request; the message never contains the token."""
+
+
+class GitHubSettingsError(UsageError):
+    """GitHub settings are missing or invalid (no token, no repository, a bad variable): exit 2."""
+
+
+class WriteUnknownError(GitHubError):
+    """A write got no definite answer (5xx, timeout, dropped connection): it may or may not have happened."""
+
+
+# -- settings -------------------------------------------------------------------------------------------
+
+
+def parse_remote_url(url: str) -> str | None:
+    """``OWNER/NAME`` from a git remote URL, or None when the URL names no such repository."""
+    text = url.strip()
+    for pattern in _REMOTE_PATTERNS:
+        match = pattern.match(text)
+        if match:
+            full = f"{match['owner']}/{match['name']}"
+            return full if _OWNER_REPO.match(full) else None
+    return None
+
+
+def strip_userinfo(url: str) -> str:
+    """A URL without its ``user:password@`` part, safe to show."""
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@", r"\1", url.strip())
+
+
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not minimum <= value < float("inf"):
+        raise GitHubSettingsError(f"{name}={text!r} is not a number ≥ {minimum:g}; fix or unset it")
+    return value
+
+
+@dataclass(frozen=True)
+class GitHubSettings:
+    """Everything needed to talk to one GitHub repository."""
+
+    repo: str
+    token: str = field(repr=False)
+    api_url: str = DEFAULT_API_URL
+    timeout: float = 20.0
+    retries: int = 4
+    backoff: float = 1.0
+    max_wait: float = 60.0
+    write_interval: float = 1.0
+
+    @property
+    def owner(self) -> str:
+        return self.repo.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.repo.split("/", 1)[1]
+
+    @classmethod
+    def resolve(
+        cls,
+        repo: str | None = None,
+        api_url: str | None = None,
+        git_repo: GitRepo | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> GitHubSettings:
+        """Settings from the arguments, the environment and the ``origin`` remote (see module doc)."""
+        import os
+
+        environ = os.environ if env is None else env
+        token = next((environ[v].strip() for v in TOKEN_VARS if environ.get(v, "").strip()), "")
+        if not token:
+            raise GitHubSettingsError(
+                "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a token that can read and write "
+                "pull requests of the repository"
+            )
+        full = _repository(repo, git_repo)
+        base = (api_url or environ.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL).rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", base):
+            raise GitHubSettingsError(
+                f"GitHub API URL {strip_userinfo(base)!r} is not an http(s) URL; fix GITHUB_API_URL "
+                "or github.api_url"
+            )
+        return cls(
+            repo=full,
+            token=token,
+            api_url=base,
+            timeout=_number(environ, "GITLEDGER_GITHUB_TIMEOUT", 20.0, 1.0),
+            retries=int(_number(environ, "GITLEDGER_GITHUB_RETRIES", 4, 0)),
+            backoff=_number(environ, "GITLEDGER_GITHUB_BACKOFF", 1.0, 0.0),
+            max_wait=_number(environ, "GITLEDGER_GITHUB_MAX_WAIT", 60.0, 0.0),
+            write_interval=_number(environ, "GITLEDGER_GITHUB_WRITE_INTERVAL", 1.0, 0.0),
+        )
+
+
+def _repository(repo: str | None, git_repo: GitRepo | None) -> str:
+    if repo:
+        text = repo.strip()
+        if not _OWNER_REPO.match(text):
+            raise GitHubSettingsError(f"GitHub repository {text!r} must look like OWNER/NAME")
+        return text
+    url = None
+    if git_repo is not None:
+        proc = git_repo.run("remote", "get-url", "origin", check=False)
+        if proc.returncode == 0:
+            url = proc.stdout.decode(errors="replace").strip()
+    parsed = parse_remote_url(url) if url else None
+    if parsed:
+        return parsed
+    where = f" (origin is {strip_userinfo(url)!r})" if url else " (there is no 'origin' remote)"
+    raise GitHubSettingsError(
+        f"cannot tell which GitHub repository to use{where}: pass --github-repo OWNER/NAME or set "
+        "github.repo in .gitledger.yml"
+    )
+
+
+# -- transport --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ApiCalls:
+    """HTTP exchanges with GitHub, retries included (one per request actually sent)."""
+
+    by_method: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    failures: int = 0  # exchanges that got no HTTP answer (connection error, timeout)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_method.values())
+
+    @property
+    def reads(self) -> int:
+        return sum(n for m, n in self.by_method.items() if m in SAFE_METHODS)
+
+    @property
+    def writes(self) -> int:
+        return self.total - self.reads
+
+    def record(self, method: str | None, answered: bool = True) -> None:
+        with self._lock:
+            self.by_method[(method or "?").upper()] += 1
+            if not answered:
+                self.failures += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "reads": self.reads,
+            "writes": self.writes,
+            "retries": self.retries,
+            "by_method": dict(sorted(self.by_method.items())),
+        }
+
+
+def _header(response: BaseHTTPResponse, name: str) -> str | None:
+    value = response.headers.get(name)
+    return str(value).strip() if value is not None else None
+
+
+def rate_limit_wait(response: BaseHTTPResponse, now: float | None = None) -> float | None:
+    """Seconds GitHub asks us to wait before retrying this answer, or None when it asks for nothing.
+
+    ``Retry-After`` (seconds or an HTTP date) wins; otherwise an exhausted primary limit
+    (``X-RateLimit-Remaining: 0``) waits until ``X-RateLimit-Reset`` (epoch seconds).
+    """
+    now = time.time() if now is None else now
+    retry_after = _header(response, "Retry-After")
+    if retry_after:
+        if retry_after.isdigit():
+            return float(retry_after)
+        import email.utils
+
+        parsed = email.utils.parsedate_tz(retry_after)
+        if parsed is not None:
+            return max(0.0, email.utils.mktime_tz(parsed) - now)
+    if _header(response, "X-RateLimit-Remaining") == "0":
+        reset = _header(response, "X-RateLimit-Reset") or ""
+        try:
+            return max(0.0, float(reset) - now) + 0.5  # the reset happens somewhere in that second
+        except ValueError:
+            return None
+    return None
+
+
+class SafeRetry(Retry):
+    """urllib3 retries that re-send only reads, wait as GitHub asks, stay within a budget, and count.
+
+    urllib3 calls :meth:`is_retry` once for every HTTP answer it gets and :meth:`increment` for every
+    attempt that failed (a retryable status or no answer at all), which is where exchanges are counted.
+    ``raise_on_status`` is off, so when the retries run out PyGithub sees the last real answer (a 500, a
+    rate-limited 403) and raises its usual exception for it.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        calls: ApiCalls | None = None,
+        backoff: float = 1.0,
+        max_wait: float = 60.0,
+        waited: float = 0.0,
+        next_wait: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("raise_on_status", False)
+        kwargs.setdefault("respect_retry_after_header", False)  # honoured by sleep() below
+        kwargs.setdefault("backoff_factor", 0)
+        kwargs.setdefault("allowed_methods", SAFE_METHODS)
+        kwargs.setdefault("status_forcelist", RETRY_STATUSES)
+        super().__init__(*args, **kwargs)
+        self.calls = calls if calls is not None else ApiCalls()
+        self.backoff = backoff
+        self.max_wait = max_wait
+        self.waited = waited
+        self.next_wait = next_wait
+
+    def new(self, **kw: Any) -> Self:
+        kw.setdefault("calls", self.calls)
+        kw.setdefault("backoff", self.backoff)
+        kw.setdefault("max_wait", self.max_wait)
+        kw.setdefault("waited", self.waited)
+        kw.setdefault("next_wait", 0.0)
+        return super().new(**kw)
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        self.calls.record(method)
+        return method.upper() in SAFE_METHODS and status_code in RETRY_STATUSES
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
+        safe = (method or "").upper() in SAFE_METHODS
+        if error is not None:
+            self.calls.record(method, answered=False)
+            if not safe and not self._is_connection_error(error):
+                raise error.with_traceback(_stacktrace)  # a write that may have reached GitHub: unknown
+        wait = self._wait_for(response)
+        if wait is None or self.waited + wait > self.max_wait:
+            # not retryable (a 403 that is no rate limit) or over budget: hand back what we have
+            if error is not None:
+                raise MaxRetryError(_pool, url or "", error) from error  # type: ignore[arg-type]
+            raise MaxRetryError(_pool, url or "", ResponseError("retry budget exhausted"))  # type: ignore[arg-type]
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        retry.waited = self.waited + wait
+        retry.next_wait = wait
+        self.calls.retries += 1
+        return retry
+
+    def _wait_for(self, response: BaseHTTPResponse | None) -> float | None:
+        attempt = len(self.history) + 1
+        backoff = self.backoff * 2.0 ** (attempt - 1)
+        if response is None:
+            return backoff
+        asked = rate_limit_wait(response)
+        if response.status == 403 and asked is None:
+            return None  # forbidden for a reason a retry cannot fix
+        return max(backoff if response.status != 403 else 0.0, asked or 0.0)
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        if self.next_wait > 0:
+            time.sleep(self.next_wait)
+
+
+class _Token(github.Auth.Token):
+    """Token auth that also asks every cache on the way not to answer from a stored copy."""
+
+    def authentication(self, headers: dict[str, Any]) -> None:
+        super().authentication(headers)
+        headers["Cache-Control"] = "no-cache"
+
+
+# -- results ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PullInfo:
+    """What gitledger needs to know about one pull request (from a list answer, no extra calls)."""
+
+    number: int
+    html_url: str
+    state: str  # "open" or "closed"
+    merged: bool
+    title: str
+    body: str
+    head_ref: str
+    head_label: str  # "owner:branch"
+    base_ref: str
+    labels: tuple[str, ...]
+    created_at: str | None = None
+
+    @classmethod
+    def of(cls, pr: PullRequest) -> PullInfo:
+        created = pr.created_at
+        return cls(
+            number=pr.number,
+            html_url=pr.html_url,
+            state=pr.state,
+            merged=pr.merged_at is not None,
+            title=pr.title or "",
+            body=pr.body or "",
+            head_ref=pr.head.ref,
+            head_label=pr.head.label or "",
+            base_ref=pr.base.ref,
+            labels=tuple(label.name for label in pr.labels),
+            created_at=created.isoformat() if created is not None else None,
+        )
+
+    @property
+    def status(self) -> str:
+        """open, merged or closed (closed without merging)."""
+        return "merged" if self.merged else self.state
+
+
+@dataclass(frozen=True)
+class FoundPull:
+    """A PR found for a key, and which evidence found it (head, label or marker)."""
+
+    number: int
+    html_url: str
+    via: str
+
+
+# -- the context ------------------------------------------------------------------------------------------
+
+
+class GitHubContext:
+    """A PyGithub client bound to one repository, with the queries gitledger's checks are built on.
+
+    Every public method raises :class:`GitHubError` (token redacted) when GitHub cannot answer.
+    """
+
+    def __init__(self, settings: GitHubSettings, git_repo: GitRepo | None = None) -> None:
+        self.settings = settings
+        self.git_repo = git_repo
+        self.calls = ApiCalls()
+        retry = SafeRetry(
+            total=settings.retries,
+            calls=self.calls,
+            backoff=settings.backoff,
+            max_wait=settings.max_wait,
+        )
+        from gitledger import __version__
+
+        self.client = github.Github(
+            auth=_Token(settings.token),
+            base_url=settings.api_url,
+            timeout=max(1, round(settings.timeout)),
+            user_agent=f"gitledger/{__version__} (PyGithub)",
+            per_page=PER_PAGE,
+            retry=retry,
+            seconds_between_requests=None,
+            seconds_between_writes=settings.write_interval or None,
+            lazy=True,
+        )
+        self._repo: Repository | None = None
+        self._repo_visible = False
+
+    @classmethod
+    def from_settings(
+        cls,
+        repo: str | None = None,
+        api_url: str | None = None,
+        git_repo: GitRepo | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> GitHubContext:
+        """The context for ``repo`` (else the origin remote's), the token and API URL from ``env``."""
+        return cls(GitHubSettings.resolve(repo, api_url, git_repo, env), git_repo)
+
+    # -- basics --------------------------------------------------------------------------------------
+
+    @property
+    def full_name(self) -> str:
+        return self.settings.repo
+
+    @property
+    def owner(self) -> str:
+        return self.settings.owner
+
+    @property
+    def repo(self) -> Repository:
+        """The PyGithub repository object (lazy: creating it costs no API call)."""
+        if self._repo is None:
+            self._repo = self.client.get_repo(self.full_name)
+        return self._repo
+
+    def redact(self, text: str) -> str:
+        token = self.settings.token
+        return text.replace(token, REDACTED) if token else text
+
+    def error(self, exc: BaseException, doing: str) -> GitHubError:
+        """A :class:`GitHubError` explaining ``exc`` met while ``doing`` something, token redacted."""
+        return GitHubError(self.redact(f"cannot {doing} on GitHub ({self.full_name}): {describe(exc)}"))
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> GitHubContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ensure_visible(self) -> None:
+        """Make sure the repository exists and the token can see it (once per context: 1 call)."""
+        if self._repo_visible:
+            return
+        try:
+            self.repo.requester.requestJsonAndCheck("GET", self.repo.url)
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, "read the repository") from exc
+            raise
+        self._repo_visible = True
+
+    def default_branch(self) -> str:
+        try:
+            _, data = self.repo.requester.requestJsonAndCheck("GET", self.repo.url)
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, "read the repository's default branch") from exc
+            raise
+        self._repo_visible = True
+        branch = data.get("default_branch") if isinstance(data, dict) else None
+        if not isinstance(branch, str) or not branch:
+            raise GitHubError(f"GitHub did not say which branch is the default of {self.full_name}")
+        return branch
+
+    # -- queries (list endpoints only: strongly consistent, unlike search) -----------------------------
+
+    def iter_pulls(
+        self, state: str = "all", head_branch: str | None = None, newest_first: bool = True
+    ) -> Iterator[PullInfo]:
+        """Every PR of the repository (all pages), or only those whose head is ``OWNER:head_branch``.
+
+        ``head`` is sent with the owner prefix (GitHub silently ignores a bare branch name and returns
+        every PR); callers must still compare ``head_ref`` themselves. Cost: one call per 100 PRs.
+        """
+        kwargs: dict[str, Any] = {"state": state, "sort": "created"}
+        kwargs["direction"] = "desc" if newest_first else "asc"
+        if head_branch is not None:
+            kwargs["head"] = f"{self.owner}:{head_branch}"
+        try:
+            for pr in self.repo.get_pulls(**kwargs):
+                yield PullInfo.of(pr)
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, "list pull requests") from exc
+            raise
+
+    def pulls_with_label(self, label: str) -> Iterator[tuple[int, str]]:
+        """(number, html_url) of every PR carrying ``label``, via the issues list (all pages)."""
+        try:
+            issues = self.repo.get_issues(state="all", labels=[label])
+            for issue in issues:
+                if _is_pull(issue):
+                    yield issue.number, issue.html_url
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, f"list issues labelled {label!r}") from exc
+            raise
+
+    def find_pull(self, step: StepKey | KeyRef, marker_scan: bool = True) -> FoundPull | None:
+        """The PR for ``step`` in any state (open, closed unmerged, merged), or None when there is none.
+
+        Tried in order of cost: the key's convention branch as head (1 call), the key's label (1 call
+        per 100 labelled issues), then the key's marker in a PR body (a scan of every PR, newest first:
+        1 call per 100 PRs; skipped when ``marker_scan`` is False).
+        """
+        branch = step.branch
+        expected_label = f"{self.owner}:{branch}".lower()
+        for pr in self.iter_pulls(head_branch=branch):
+            # GitHub ignores a head filter it does not understand and lists every PR: re-check.
+            if pr.head_ref == branch and (not pr.head_label or pr.head_label.lower() == expected_label):
+                return FoundPull(pr.number, pr.html_url, "head")
+        for number, url in self.pulls_with_label(step.label):
+            return FoundPull(number, url, "label")
+        if marker_scan:
+            for pr in self.iter_pulls():
+                if step.marker in pr.body:
+                    return FoundPull(pr.number, pr.html_url, "marker")
+        return None
+
+    def find_branch(self, branch: str) -> str | None:
+        """The html URL of ``branch`` on GitHub, or None when it does not exist (1 call, 2 if unclear)."""
+        try:
+            found = self.repo.get_branch(branch)
+        except github.UnknownObjectException as exc:
+            message = _message(exc)
+            if "branch not found" not in message.lower():
+                self.ensure_visible()  # a 404 for the repository itself is not "absent"
+            return None
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, f"look up branch {branch!r}") from exc
+            raise
+        links = found._links if isinstance(found._links, dict) else {}
+        html = links.get("html")
+        return str(html) if html else f"{self.web_url()}/tree/{branch}"
+
+    def find_comment(self, number: int, marker: str) -> str | None:
+        """The html URL of the first comment on issue/PR ``number`` containing ``marker`` (all pages)."""
+        try:
+            for comment in self.repo.get_issue(number).get_comments():
+                if marker in (comment.body or ""):
+                    return comment.html_url
+        except github.UnknownObjectException as exc:
+            raise GitHubError(
+                self.redact(
+                    f"issue or pull request #{number} not found in {self.full_name} (or the "
+                    "token cannot see it)"
+                )
+            ) from exc
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, f"list comments of #{number}") from exc
+            raise
+        return None
+
+    def pull_commit_messages(self, number: int) -> list[str]:
+        """Commit messages of PR ``number`` (1 call per 100 commits; GitHub lists at most 250)."""
+        try:
+            return [c.commit.message for c in self.repo.get_pull(number).get_commits()]
+        except Exception as exc:
+            if _is_network_or_github(exc):
+                raise self.error(exc, f"list commits of PR #{number}") from exc
+            raise
+
+    def web_url(self) -> str:
+        """The repository's web address derived from the API base (github.com, GHE, or the base itself)."""
+        base = self.settings.api_url
+        if base == DEFAULT_API_URL:
+            host = "https://github.com"
+        elif base.endswith("/api/v3"):
+            host = base[: -len("/api/v3")]
+        else:
+            host = base
+        return f"{host}/{self.full_name}"
+
+
+def _is_pull(issue: Issue) -> bool:
+    """Is this issues-list entry a pull request?
+
+    A PR's html_url is ``…/pull/N`` (an issue's is ``…/issues/N``). Reading ``issue.pull_request``
+    instead would make PyGithub fetch every plain issue again (the key is absent from their list entry).
+    """
+    url = issue.html_url or ""
+    return "/pull/" in url if url else issue.pull_request is not None
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, github.GithubException):
+        data = exc.data
+        if isinstance(data, dict):
+            message = str(data.get("message") or "")
+            errors = data.get("errors")
+            if isinstance(errors, list):
+                details = [
+                    str(e.get("message") or e.get("code") or "") for e in errors if isinstance(e, dict)
+                ]
+                details = [d for d in details if d]
+                if details:
+                    message = f"{message} ({'; '.join(details)})" if message else "; ".join(details)
+            return message
+        return str(data or "")
+    return str(exc)
+
+
+def _is_network_or_github(exc: BaseException) -> bool:
+    """Errors that mean "GitHub did not give a usable answer" (as opposed to bugs)."""
+    return isinstance(exc, github.GithubException | OSError | MaxRetryError)
+
+
+def is_unknown_outcome(exc: BaseException) -> bool:
+    """Did a write end without a definite answer (5xx, timeout, dropped connection)?"""
+    if isinstance(exc, github.GithubException):
+        return exc.status >= 500
+    return isinstance(exc, OSError | MaxRetryError)
+
+
+def describe(exc: BaseException) -> str:
+    """One line saying what went wrong talking to GitHub (the caller redacts the token)."""
+    if isinstance(exc, github.RateLimitExceededException) or (
+        isinstance(exc, github.GithubException)
+        and exc.status in (403, 429)
+        and "rate limit" in _message(exc).lower()
+    ):
+        assert isinstance(exc, github.GithubException)
+        reset = (exc.headers or {}).get("x-ratelimit-reset")
+        when = ""
+        if reset and str(reset).isdigit():
+            when = " until " + datetime.fromtimestamp(int(reset), UTC).strftime("%H:%M:%S UTC")
+        return f"rate limited{when} (HTTP {exc.status}: {_message(exc)}); try again later"
+    if isinstance(exc, github.BadCredentialsException) or (
+        isinstance(exc, github.GithubException) and exc.status == 401
+    ):
+        return "the token was rejected (HTTP 401); check GITHUB_TOKEN / GH_TOKEN"
+    if isinstance(exc, github.UnknownObjectException):
+        return "not found (HTTP 404); check the repository name and that the token can see it"
+    if isinstance(exc, github.GithubException):
+        message = _message(exc)
+        return f"HTTP {exc.status}" + (f": {message}" if message else "")
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return "no answer within the timeout (GITLEDGER_GITHUB_TIMEOUT)"
+    if isinstance(exc, requests.exceptions.ConnectionError | MaxRetryError):
+        inner = _innermost(exc)
+        detail = str(inner).strip().splitlines()[0][:200] if str(inner).strip() else ""
+        return f"connection failed ({type(inner).__name__}{': ' + detail if detail else ''})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The root cause inside requests/urllib3 wrappers (MaxRetryError.reason, ProtocolError args)."""
+    seen: set[int] = set()
+    current: BaseException = exc
+    while id(current) not in seen:
+        seen.add(id(current))
+        reason = getattr(current, "reason", None)
+        nested = [a for a in current.args if isinstance(a, BaseException)]
+        if isinstance(reason, BaseException):
+            current = reason
+        elif nested:
+            current = nested[-1]
+        else:
+            break
+    return current
+
+
+__all__ = [
+    "DEFAULT_API_URL",
+    "MAX_BODY",
+    "ApiCalls",
+    "FoundPull",
+    "GitHubContext",
+    "GitHubError",
+    "GitHubSettings",
+    "GitHubSettingsError",
+    "PullInfo",
+    "SafeRetry",
+    "WriteUnknownError",
+    "describe",
+    "is_unknown_outcome",
+    "parse_remote_url",
+    "rate_limit_wait",
+    "strip_userinfo",
+]
