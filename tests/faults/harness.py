@@ -72,6 +72,9 @@ class Workbench:
             github_repo = self.github.repo_name
             git("remote", "add", "origin", str(self.github.bare_path()), cwd=self.repo)
             git("push", "-q", "origin", "main", cwd=self.repo)
+            (self.repo / "change.txt").write_text("the agent's change\n")
+            git("add", "change.txt", cwd=self.repo)
+            git("commit", "-q", "-m", "agent change", cwd=self.repo)  # what the PR will propose
             self.github.seed_prs(1)  # issue #1, for github-comment
         (self.repo / ".gitledger.yml").write_text(config_text(github_repo))
         self.reality = Reality(self.repo, self.fx, self.github)
