@@ -27,7 +27,7 @@ from gitledger import faults
 from gitledger.errors import ConflictError, CorruptLedgerError
 from gitledger.git import GitRepo, format_tree, parse_tree
 from gitledger.keys import key_digest
-from gitledger.ledger import Entry, Event, encode_event, parse_events
+from gitledger.ledger import BadLine, Entry, Event, encode_event, parse_events
 from gitledger.store import ANY_VERSION, Intent
 
 NOTES_REF = "refs/notes/gitledger"
@@ -46,6 +46,18 @@ def fanout(name: str) -> list[str]:
 def intent_bytes(intent: Intent) -> bytes:
     record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def parse_intent(data: bytes) -> Intent | None:
+    """The intent in a record written by :func:`intent_bytes`, or None when it is not one."""
+    try:
+        record = json.loads(data)
+        intent = Intent(record["key"], record["task"], record["step"], record["digest"])
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError):
+        return None
+    if not all(isinstance(x, str) for x in (intent.key, intent.task, intent.step, intent.digest)):
+        return None
+    return intent
 
 
 @dataclass(frozen=True)
@@ -152,18 +164,26 @@ class GitStore:
         blob = self.repo.read(oid) if oid else None
         if blob is None:
             return None
-        data = json.loads(blob[2])
-        return Intent(data["key"], data["task"], data["step"], data["digest"])
+        return parse_intent(blob[2])
 
     def entries(self) -> Iterator[Entry]:
+        """Every entry, by key; an intent record that is missing or unreadable is reported as a corrupt
+        entry of its own (named ``damaged-intent:<key digest>``) and leaves every other entry readable."""
         notes_tree = self.tip(NOTES_REF).tree
         keys: dict[str, str] = {}
-        for _path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
+        damaged: list[tuple[str, str]] = []
+        for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
             blob = self.repo.read(intent_oid)
-            if blob is not None:
-                keys[json.loads(blob[2])["key"]] = intent_oid
+            intent = parse_intent(blob[2]) if blob is not None and blob[1] == "blob" else None
+            if intent is None:
+                damaged.append((path, intent_oid))
+            else:
+                keys[intent.key] = intent_oid
         for key in sorted(keys):
             yield self._entry(key, keys[key], notes_tree)
+        for path, oid in damaged:
+            bad = BadLine(0, "", f"the intent record {oid} in {INTENTS_REF} is missing or not an intent")
+            yield Entry(f"damaged-intent:{path}", [], oid, [bad], location=oid)
 
     # -- writing -----------------------------------------------------------------------------------
 

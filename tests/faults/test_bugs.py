@@ -132,3 +132,48 @@ def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty
         assert proc.returncode == 1, proc.stderr
         assert proc.stderr.count("\n") == 1 and "missing from the repository" in proc.stderr, proc.stderr
     assert count.read_text() == "x\n"
+
+
+def replace_in_tree_ref(repo: Path, ref: str, path: str, blob: str) -> None:
+    """Point ``path`` in the tree of commit ``ref`` at ``blob`` and move ``ref`` (git plumbing only)."""
+    from tests.helpers import git
+
+    index = repo.parent / "scratch-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "read-tree", ref], cwd=repo, env=env, check=True)
+    subprocess.run(
+        ["git", "update-index", "--cacheinfo", f"100644,{blob},{path}"], cwd=repo, env=env, check=True
+    )
+    tree = subprocess.run(
+        ["git", "write-tree"], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    commit = git("commit-tree", tree.stdout.strip(), "-p", ref, "-m", "damage", cwd=repo)
+    git("update-ref", ref, commit, cwd=repo)
+    index.unlink()
+
+
+def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path):
+    """Before the fix 'list' and 'reconcile' died with a JSONDecodeError traceback."""
+    from tests.helpers import git, run_gitledger
+
+    for task in ("a", "b"):
+        assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
+    damaged = StepKey.derive("b", "s")
+    path = next(
+        p
+        for p in git("ls-tree", "-r", "--name-only", "refs/gitledger/intents", cwd=repo).splitlines()
+        if p.replace("/", "") == damaged.short_digest
+    )
+    junk = git("hash-object", "-w", "--stdin", cwd=repo, input="not an intent\n")
+    replace_in_tree_ref(repo, "refs/gitledger/intents", path, junk)
+
+    listed = run_gitledger("list", "--json", cwd=repo)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    rows = {row["key"]: row["state"] for row in __import__("json").loads(listed.stdout)}
+    damaged_row = f"damaged-intent:{damaged.short_digest}"
+    assert rows == {StepKey.derive("a", "s").key: "done", damaged_row: "corrupt"}
+    reconcile = run_gitledger("reconcile", cwd=repo)
+    assert reconcile.returncode == 0, reconcile.stderr
+    # the note itself is intact: the step is still known to be done, and the next write heals the intent
+    again = run_gitledger("run-step", "-t", "b", "-s", "s", "--json", "--", "false", cwd=repo)
+    assert again.returncode == 0 and '"skipped"' in again.stdout, again.stderr
