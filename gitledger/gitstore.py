@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitledger import faults
-from gitledger.errors import ConflictError, CorruptLedgerError
+from gitledger.errors import ConflictError, CorruptLedgerError, DamagedObjectError
 from gitledger.git import GitRepo, format_tree, parse_tree
 from gitledger.keys import key_digest
 from gitledger.ledger import BadLine, Entry, Event, encode_event, parse_events
@@ -148,9 +148,15 @@ class GitStore:
         found = self.find(notes_tree, intent_oid)
         if found is None:
             return Entry(key, [], None, location=intent_oid)
-        blob = self.repo.read(found[1])
-        if blob is None:
-            raise CorruptLedgerError(f"ledger note {found[1]} for {key} is missing; the ledger is damaged")
+        try:
+            blob = self.repo.read(found[1])
+        except DamagedObjectError:
+            blob = None
+        if blob is None or blob[1] != "blob":
+            # missing or unreadable (a truncated or overwritten object file): this entry is corrupt,
+            # every other entry stays readable; 'resolve' supersedes it
+            problem = f"the note object {found[1]} is missing or damaged"
+            return Entry(key, [], found[1], [BadLine(0, "", problem)], location=intent_oid)
         events, bad = parse_events(blob[2])
         return Entry(key, events, found[1], bad, location=intent_oid)
 
@@ -220,7 +226,10 @@ class GitStore:
                     return None
                 old = b""
                 if current is not None:
-                    blob = self.repo.read(current)
+                    try:
+                        blob = self.repo.read(current)
+                    except DamagedObjectError:
+                        blob = None  # unreadable: the new note starts afresh (resolve repairs this way)
                     old = blob[2] if blob else b""
                     if old and not old.endswith(b"\n"):
                         old += b"\n"

@@ -177,3 +177,37 @@ def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path):
     # the note itself is intact: the step is still known to be done, and the next write heals the intent
     again = run_gitledger("run-step", "-t", "b", "-s", "s", "--json", "--", "false", cwd=repo)
     assert again.returncode == 0 and '"skipped"' in again.stdout, again.stderr
+
+
+@pytest.mark.parametrize("damage", ["torn", "header-only", "garbage"])
+def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Path, damage: str):
+    """Before the fix a torn note object read as an *empty* entry ('list' said 'none': a run-step could
+    have acted again), and an unreadable one made 'list' and 'reconcile' fail for every key."""
+    import json
+
+    from tests.helpers import git, run_gitledger
+
+    for task in ("a", "b"):
+        assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
+    damaged = StepKey.derive("b", "s").key
+    intent = json.loads(run_gitledger("show", damaged, "--json", cwd=repo).stdout)["intent_object"]
+    note = git("notes", "--ref=gitledger", "list", intent, cwd=repo)
+    obj = repo / ".git" / "objects" / note[:2] / note[2:]
+    data = obj.read_bytes()
+    obj.chmod(0o644)
+    obj.write_bytes(
+        {"torn": data[: len(data) // 2], "header-only": data[:20], "garbage": os.urandom(len(data))}[damage]
+    )
+
+    listed = run_gitledger("list", "--json", cwd=repo)
+    assert listed.returncode == 0, listed.stderr
+    states = {row["key"]: row["state"] for row in json.loads(listed.stdout)}
+    assert states == {StepKey.derive("a", "s").key: "done", damaged: "corrupt"}
+    assert run_gitledger("reconcile", cwd=repo).returncode == 0
+    sentinel = tmp_path / "ran"
+    blocked = run_gitledger("run-step", "-t", "b", "-s", "s", "--", "touch", str(sentinel), cwd=repo)
+    assert blocked.returncode == 1 and blocked.stderr.count("\n") == 1 and "corrupt" in blocked.stderr
+    assert not sentinel.exists()
+    assert run_gitledger("resolve", damaged, "--done", cwd=repo).returncode == 0
+    after = run_gitledger("run-step", "-t", "b", "-s", "s", "--json", "--", "touch", str(sentinel), cwd=repo)
+    assert '"skipped"' in after.stdout and not sentinel.exists(), after.stderr
