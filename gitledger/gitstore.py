@@ -158,6 +158,8 @@ class GitStore:
             problem = f"the note object {found[1]} is missing or damaged"
             return Entry(key, [], found[1], [BadLine(0, "", problem)], location=intent_oid)
         events, bad = parse_events(blob[2])
+        if not events and not bad:  # gitledger never writes an empty note: someone emptied it
+            bad = [BadLine(0, "", f"the note {found[1]} is empty")]
         return Entry(key, events, found[1], bad, location=intent_oid)
 
     def load(self, key: str | Intent) -> Entry:
@@ -179,7 +181,10 @@ class GitStore:
         keys: dict[str, str] = {}
         damaged: list[tuple[str, str]] = []
         for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
-            blob = self.repo.read(intent_oid)
+            try:
+                blob = self.repo.read(intent_oid)
+            except DamagedObjectError:
+                blob = None
             intent = parse_intent(blob[2]) if blob is not None and blob[1] == "blob" else None
             if intent is None:
                 damaged.append((path, intent_oid))
