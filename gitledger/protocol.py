@@ -52,6 +52,7 @@ STATUS_FAILED = "failed"
 
 ON_UNCONFIRMED = ("fail", "retry", "skip")
 DEFAULT_LEASE = 900.0
+MAX_LEASE = 10 * 366 * 24 * 3600.0  # a deadline must stay a date
 MAX_DECISIONS = 200
 
 
@@ -82,8 +83,11 @@ class StepPolicy:
             raise UsageError(
                 f"on_unconfirmed {self.on_unconfirmed!r} is not one of {', '.join(ON_UNCONFIRMED)}"
             )
-        if not self.lease > 0:
-            raise UsageError(f"lease must be a positive number of seconds, not {self.lease!r}")
+        if not 0 < self.lease <= MAX_LEASE:  # also refuses NaN and infinity
+            raise UsageError(
+                f"lease must be a positive number of seconds up to {MAX_LEASE:.0f} (ten years), "
+                f"not {self.lease!r}"
+            )
 
 
 @dataclass

@@ -211,3 +211,17 @@ def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Pa
     assert run_gitledger("resolve", damaged, "--done", cwd=repo).returncode == 0
     after = run_gitledger("run-step", "-t", "b", "-s", "s", "--json", "--", "touch", str(sentinel), cwd=repo)
     assert '"skipped"' in after.stdout and not sentinel.exists(), after.stderr
+
+
+@pytest.mark.parametrize("how", ["--lease=inf", "--lease=1e300", "config:.inf", "config:1.0e+300"])
+def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, how: str):
+    """Before the fix the claim's deadline overflowed: an OverflowError traceback after the checks ran."""
+    from tests.helpers import run_gitledger
+
+    options = [how] if how.startswith("--") else []
+    if how.startswith("config:"):
+        (repo / ".gitledger.yml").write_text(f"lease: {how.removeprefix('config:')}\n")
+    sentinel = tmp_path / "ran"
+    proc = run_gitledger("run-step", "-t", "t", "-s", "s", *options, "--", "touch", str(sentinel), cwd=repo)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "lease" in proc.stderr and not sentinel.exists()
