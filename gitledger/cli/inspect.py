@@ -15,7 +15,9 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     """A plain aligned table on stdout."""
     if not rows:
         return
-    cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
+    from gitledger.ledger import printable
+
+    cells = [[("" if row.get(c) is None else printable(str(row.get(c)))) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     typer.echo("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for r in cells:
@@ -83,12 +85,14 @@ def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) 
         summary["events"] = [_clean(e) for e in entry.events]
         emit_json(summary)
         return
+    from gitledger.ledger import printable
+
     for name in ("key", "task", "step", "state", "outcome", "ref", "updated_at", "intent_object"):
-        typer.echo(f"{name:<14} {summary[name] if summary[name] is not None else ''}")
+        typer.echo(f"{name:<14} {printable(str(summary[name])) if summary[name] is not None else ''}")
     if summary["duplicate"]:
         typer.echo("duplicate      yes: the effect was created more than once")
     for bad in entry.bad_lines:
-        typer.echo(f"corrupt line {bad.number}: {bad.error}: {bad.text}")
+        typer.echo(printable(f"corrupt line {bad.number}: {bad.error}: {bad.text}"))
     typer.echo("")
     table([_event_row(e) for e in entry.events], ["at", "state", "outcome", "host", "pid", "detail"])
 

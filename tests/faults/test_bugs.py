@@ -225,3 +225,25 @@ def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, 
     proc = run_gitledger("run-step", "-t", "t", "-s", "s", *options, "--", "touch", str(sentinel), cwd=repo)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "lease" in proc.stderr and not sentinel.exists()
+
+
+def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path):
+    """Before the fix list/show/log printed ledger text raw: escape sequences (clear screen, set the
+    clipboard with OSC 52) and newlines written by anyone with push access reached the terminal, and
+    an in_progress message with a forged host broke the one-line contract."""
+    from tests.faults.forge import FAR_FUTURE, foreign_owner, forge
+    from tests.helpers import run_gitledger
+
+    evil = "\x1b[2J\x1b]52;c;cHduZWQ=\x07\nfake line\x9b31m"
+    step = StepKey.derive("t", "s")
+    owner = {**foreign_owner(), "host": f"host{evil}"}
+    forge(repo, step, "attempting", lease_until=FAR_FUTURE, owner=owner, message=evil, ref=evil)
+    forge(repo, step, "info", message=evil, task=f"t{evil}")
+    outputs = [run_gitledger(*args, cwd=repo) for args in (["list"], ["show", step.key], ["log"])]
+    stalled = run_gitledger("run-step", "-t", "t", "-s", "s", "--", "true", cwd=repo)
+    assert stalled.returncode == 75 and stalled.stderr.count("\n") == 1, stalled.stderr
+    for proc in [*outputs, stalled]:
+        text = proc.stdout + proc.stderr
+        assert proc.returncode in (0, 75) and not any(c in text for c in "\x1b\x07\x9b"), text
+    for proc in [*outputs[1:], stalled]:
+        assert "\\x1b" in proc.stdout + proc.stderr  # shown, escaped
