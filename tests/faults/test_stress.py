@@ -5,11 +5,11 @@ Default: 8 worker processes x 50 keys (about a minute on two cores). ``GITLEDGER
 
 Every worker goes through *all* keys: half of them in one random order and half in the reverse order,
 so every key is raced for by several workers at once and met later by the others. Each ``gitledger
-run-step`` is a real process; a quarter of them get a random ``GITLEDGER_FAULT`` (SIGKILL at that
-point) and some are SIGKILLed from outside at a random moment.
-Then: stale git lock files left by killed git processes are removed (as an operator would), ``gitledger
-reconcile`` runs, every worker reruns every key, ledger-only steps left unconfirmed are settled by
-hand from the effect files (``resolve --done`` if the effect is there, ``--forget`` if not) and rerun.
+run-step`` is a real process; half of them get a random ``GITLEDGER_FAULT`` (SIGKILL at that point,
+if the run gets there) and one in ten is SIGKILLed from outside at a random moment. Then: stale git
+lock files left by killed git processes are removed (as an operator would), ``gitledger reconcile``
+runs, every worker reruns every key, ledger-only steps left unconfirmed are settled by hand from the
+effect files (``resolve --done`` if the effect is there, ``--forget`` if not) and rerun.
 
 Invariants over the whole ledger: every key is done, ``created`` at most once and never a duplicate;
 every effect exists exactly once in reality; no event recorded after the chaos phase is lost; the notes
@@ -37,8 +37,8 @@ from tests.faults.harness import KINDS, Workbench
 from tests.faults.tally import TALLY, full_size
 
 STRESS_KINDS = ["branch", "trailer", "file", "cmd", "ledger"]
-FAULT_RATE = 0.25
-OUTSIDE_KILL_RATE = 0.08
+FAULT_RATE = 0.5
+OUTSIDE_KILL_RATE = 0.1
 
 
 @dataclass
