@@ -1,5 +1,95 @@
-"""gitledger: crash-safe idempotency for autonomous agents, with the ledger inside the git repository."""
+"""gitledger: crash-safe idempotency for autonomous agents, with the ledger inside the git repository.
+
+The Python API (see docs/python-api.md)::
+
+    import gitledger
+    from gitledger import checks
+
+    with gitledger.Ledger.open(".") as ledger:
+
+        @ledger.idempotent(step="notify")
+        def notify(task_id: str, channel: str, payload: dict) -> dict: ...
+
+        with ledger.step("T-1", "push", checks=[checks.branch("origin")]) as s:
+            if s.should_run:
+                ...
+                s.done(ref="...")
+
+Names are imported on first use (a module ``__getattr__``), so ``import gitledger`` stays cheap and
+never imports typer, PyGithub or PyYAML.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Ledger": "gitledger.api",
+    "StepContext": "gitledger.api",
+    "key_of": "gitledger.api",
+    "StepInProgressError": "gitledger.api",
+    "StepUnconfirmedError": "gitledger.api",
+    "StepNotFinishedError": "gitledger.api",
+    "ResultNotRecordableError": "gitledger.api",
+    "PayloadMismatchError": "gitledger.protocol",
+    "StepResult": "gitledger.protocol",
+    "GitledgerError": "gitledger.errors",
+    "UsageError": "gitledger.errors",
+    "CheckError": "gitledger.errors",
+    "StepKey": "gitledger.keys",
+    "MemoryStore": "gitledger.store",
+}
+
+__all__ = [
+    "CheckError",
+    "GitledgerError",
+    "Ledger",
+    "MemoryStore",
+    "PayloadMismatchError",
+    "ResultNotRecordableError",
+    "StepContext",
+    "StepInProgressError",
+    "StepKey",
+    "StepNotFinishedError",
+    "StepResult",
+    "StepUnconfirmedError",
+    "UsageError",
+    "__version__",
+    "checks",
+    "key_of",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "checks":
+        return importlib.import_module("gitledger.checks")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gitledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ imports on first use
+    from gitledger import checks
+    from gitledger.api import (
+        Ledger,
+        ResultNotRecordableError,
+        StepContext,
+        StepInProgressError,
+        StepNotFinishedError,
+        StepUnconfirmedError,
+        key_of,
+    )
+    from gitledger.errors import CheckError, GitledgerError, UsageError
+    from gitledger.keys import StepKey
+    from gitledger.protocol import PayloadMismatchError, StepResult
+    from gitledger.store import MemoryStore

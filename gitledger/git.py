@@ -15,7 +15,7 @@ import hashlib
 import os
 import subprocess
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -149,7 +149,9 @@ class GitRepo:
         check: bool = True,
         cwd: Path | None = None,
         timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
+        """Run git on this repository; ``env`` adds variables to the environment of :func:`git_env`."""
         argv = ["git", f"--git-dir={self.git_dir}", *args]
         if self.worktree is not None:
             argv.insert(2, f"--work-tree={self.worktree}")
@@ -159,7 +161,7 @@ class GitRepo:
                 input=input,
                 capture_output=True,
                 cwd=cwd or self.worktree or self.git_dir,
-                env=git_env(),
+                env={**git_env(), **env} if env else git_env(),
                 check=False,
                 timeout=timeout,
             )

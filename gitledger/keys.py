@@ -103,18 +103,21 @@ def _canonical_value(value: Any, path: str) -> Any:
     )
 
 
-def canonical_json(value: Any) -> bytes:
-    """Canonical JSON: sorted keys, no whitespace, UTF-8, finite numbers only."""
-    checked = _canonical_value(value, "args")
+def canonical_json(value: Any, name: str = "args") -> bytes:
+    """Canonical JSON: sorted keys, no whitespace, UTF-8, finite numbers only.
+
+    ``name`` is how errors refer to ``value`` (e.g. the function argument it came from).
+    """
+    checked = _canonical_value(value, name)
     text = json.dumps(checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return utf8(text, "argument")
+    return utf8(text, name)
 
 
 @dataclass(frozen=True)
 class Content:
     """What a step is about: raw bytes (text or a file) or canonical JSON arguments."""
 
-    kind: str  # "bytes" or "args"
+    kind: str  # "bytes", "args" or "key"
     data: bytes
 
     @classmethod
@@ -133,6 +136,11 @@ class Content:
     @classmethod
     def args(cls, args: Mapping[str, Any]) -> Content:
         return cls("args", canonical_json(dict(args)))
+
+    @classmethod
+    def explicit_key(cls, key: str) -> Content:
+        """A caller-chosen idempotency key; the payload is then compared by fingerprint instead."""
+        return cls("key", key.encode("utf-8"))
 
     @classmethod
     def empty(cls) -> Content:

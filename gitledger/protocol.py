@@ -126,6 +126,14 @@ class StepResult:
 Action = Callable[[], ActionResult]
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A claim this runner recorded: the step is ours to act on, then to :meth:`StepRunner.finish`."""
+
+    step: StepKey
+    fingerprint: str | None = None
+
+
 class StepRunner:
     """Runs steps against one store on behalf of one owner (this process)."""
 
@@ -226,6 +234,25 @@ class StepRunner:
         policy: StepPolicy | None = None,
         fingerprint: str | None = None,
     ) -> StepResult:
+        """Decide, and when the step is ours, act and record the outcome: :meth:`start` + :meth:`act`."""
+        started = self.start(step, checks, policy, fingerprint)
+        if isinstance(started, Claim):
+            return self.act(started, action)
+        return started
+
+    def start(
+        self,
+        step: StepKey,
+        checks: Sequence[Check],
+        policy: StepPolicy | None = None,
+        fingerprint: str | None = None,
+    ) -> StepResult | Claim:
+        """Decide what to do; when the step must act, record our claim and return it.
+
+        The caller then makes the effect and reports it with :meth:`finish` (or :meth:`fail`), as
+        :meth:`act` does for a callable. Callers that cannot pass the effect as a callable (a ``with``
+        block, a coroutine) use this split; the decisions stay here.
+        """
         policy = policy or StepPolicy()
         intent = Intent.of(step)
         queries_reality = any(c.queries_reality for c in checks)
@@ -279,15 +306,26 @@ class StepRunner:
             if self.store.append(intent, claim, entry.version) is None:
                 continue
             faults.point("after-claim")
-            return self._act(step, action, fingerprint)
+            return Claim(step, fingerprint)
         raise ConflictError(f"could not decide {step.key}: the entry kept changing; try again")
 
-    def _act(self, step: StepKey, action: Action, fingerprint: str | None) -> StepResult:
+    def act(self, claim: Claim, action: Action) -> StepResult:
+        """Run ``action`` under ``claim`` and record what came of it."""
         try:
             outcome = action()
         except BaseException as exc:
-            self.record(step, self.event(step, FAILED, message=f"{type(exc).__name__}: {exc}"[:2000]))
+            self.fail(claim, exc)
             raise
+        return self.finish(claim, outcome)
+
+    def fail(self, claim: Claim, exc: BaseException) -> None:
+        """Record that the action under ``claim`` raised (``failed``: retryable)."""
+        message = f"{type(exc).__name__}: {exc}"[:2000]
+        self.record(claim.step, self.event(claim.step, FAILED, message=message))
+
+    def finish(self, claim: Claim, outcome: ActionResult) -> StepResult:
+        """Record the outcome the action under ``claim`` reported."""
+        step, fingerprint = claim.step, claim.fingerprint
         if outcome.ok:
             faults.point("after-effect")
             done = self.event(

@@ -21,6 +21,9 @@ Faithful to GitHub (what client code may rely on):
 
 - Branches, head/base SHAs, PR commits and ref listings come from the bare repository through the real
   ``git`` binary, read at request time: pushing a new commit moves an open PR's ``head.sha``.
+- Every PR has ``refs/pull/<n>/head`` in the bare repository (created with the PR, seeded PRs too), so
+  ``git fetch <bare> '+refs/pull/*/head:...'`` works as against GitHub. Like GitHub, the ref keeps the
+  last head of a closed PR; it follows pushes to an open PR's branch when the fake next reads that PR.
 - PRs and issues share one number sequence; every PR also appears in the issues listing with a
   ``pull_request`` key, and issue endpoints (labels, comments, PATCH state) work on PR numbers.
 - ``POST /pulls`` answers 422 "A pull request already exists for owner:branch." while an open PR exists for
@@ -767,9 +770,11 @@ class FakeGitHub:
             refs = self._read_refs(r)
             base_sha = refs[f"refs/heads/{base}"].sha
             label_keys = [self._ensure_label(r, name).name.lower() for name in labels]
+            heads: dict[int, str] = {}
             for n in numbers:
                 head = f"{branch_prefix}{n}"
                 pull = _Pull(next(self._ids), head, base, refs[f"refs/heads/{head}"].sha, base_sha)
+                heads[n] = pull.head_sha
                 issue = _Issue(
                     n, next(self._ids), title.format(n=n), body.format(n=n) or None, self.login, now, now
                 )
@@ -780,6 +785,7 @@ class FakeGitHub:
                     pull.merged, pull.merged_at, pull.merge_commit_sha = True, now, pull.head_sha
                 r.issues[n] = issue
             r.next_number += count
+            self._set_pull_refs(r, heads)
             return numbers
 
     # ---- internals: helpers ---------------------------------------------------------------------------
@@ -842,8 +848,17 @@ class FakeGitHub:
         if pull is None or issue.state != "open":
             return
         branches = self._branches(req, repo)
-        pull.head_sha = branches.get(pull.head_ref, pull.head_sha)
+        head_sha = branches.get(pull.head_ref, pull.head_sha)
+        if head_sha != pull.head_sha:
+            self._set_pull_refs(repo, {issue.number: head_sha})
+        pull.head_sha = head_sha
         pull.base_sha = branches.get(pull.base_ref, pull.base_sha)
+
+    def _set_pull_refs(self, repo: _Repo, heads: Mapping[int, str]) -> None:
+        """Point ``refs/pull/<n>/head`` at each PR's head commit (one ``git update-ref --stdin``)."""
+        if heads:
+            lines = "".join(f"update refs/pull/{n}/head {sha}\n" for n, sha in sorted(heads.items()))
+            _run_git(repo.bare, "update-ref", "--stdin", input_bytes=lines.encode())
 
     def _log(self, repo: _Repo, *rev_args: str) -> list[_Commit]:
         proc = _git_proc(repo.bare, "log", f"--format={_LOG_FORMAT}", *rev_args, "--")
@@ -1725,6 +1740,7 @@ class FakeGitHub:
         )
         repo.issues[issue.number] = issue
         repo.next_number += 1
+        self._set_pull_refs(repo, {issue.number: pull.head_sha})
         data = self._pull_json(req, repo, issue, full=True)
         return _Response(201, data, {"Location": data["url"]})
 

@@ -552,3 +552,29 @@ def test_standalone_mode_stops_on_sigterm_and_ignores_devnull_stdin(tmp_path: Pa
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
     assert Path(info["repos"]["o/r"]).is_dir()  # a caller-provided root is kept
+
+
+def test_pull_head_refs_exist_in_the_bare_repo_like_github(github: FakeGitHub, work: Path) -> None:
+    bare = github.bare_path(REPO)
+    first = push_branch(work, bare, "feature", "one")
+    repo = client(github).get_repo(REPO)
+    pr = repo.create_pull(title="x", head="feature", base="main")
+    assert git("rev-parse", f"refs/pull/{pr.number}/head", cwd=bare) == first
+
+    second = push_branch(work, bare, "feature", "two")
+    assert repo.get_pull(pr.number).head.sha == second  # reading the PR moves its ref, like a push on GitHub
+    assert git("rev-parse", f"refs/pull/{pr.number}/head", cwd=bare) == second
+
+    repo.get_pull(pr.number).edit(state="closed")
+    push_branch(work, bare, "feature", "three")
+    repo.get_pull(pr.number)
+    assert git("rev-parse", f"refs/pull/{pr.number}/head", cwd=bare) == second  # closed: frozen
+
+    seeded = github.seed_prs(3, REPO)
+    fetched = work / "fetched"
+    git("init", "-q", "--bare", str(fetched), cwd=work)
+    git("fetch", "-q", str(bare), "+refs/pull/*/head:refs/pr/*", cwd=fetched)
+    names = git("for-each-ref", "--format=%(refname)", "refs/pr/", cwd=fetched).split()
+    assert sorted(names) == sorted(f"refs/pr/{n}" for n in [pr.number, *seeded])
+    for n in seeded:
+        assert git("rev-parse", f"refs/pr/{n}", cwd=fetched) == git("rev-parse", f"seed/pr-{n}", cwd=bare)

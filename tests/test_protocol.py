@@ -12,7 +12,15 @@ from gitledger.errors import CheckError, CorruptLedgerError
 from gitledger.keys import Content, StepKey
 from gitledger.ledger import ATTEMPTING, DONE, FORGOTTEN, fold
 from gitledger.owner import Owner
-from gitledger.protocol import ActionResult, PayloadMismatchError, StepPolicy, StepRunner, iso
+from gitledger.protocol import (
+    ActionResult,
+    Claim,
+    PayloadMismatchError,
+    StepPolicy,
+    StepResult,
+    StepRunner,
+    iso,
+)
 from gitledger.store import ANY_VERSION, Intent, MemoryStore
 
 STEP = StepKey.derive("T-1", "open-pr", Content.text("body"))
@@ -113,6 +121,27 @@ def test_failure_is_recorded_and_retryable():
     assert (failed.status, failed.exit_code) == ("failed", 4)
     assert store.load(STEP.key).folded.state == "failed"
     assert runner.run(STEP, [fx.check()], fx.act).status == "created"
+
+
+def test_start_then_finish_is_run_split_in_two():
+    """start() records the claim and hands the step over; finish()/fail() record the outcome."""
+    store = MemoryStore()
+    runner = StepRunner(store)
+    claim = runner.start(STEP, [LedgerCheck()])
+    assert isinstance(claim, Claim)
+    assert store.load(STEP.key).folded.state == ATTEMPTING
+    # a second owner on this host sees our live claim
+    other = StepRunner(store).start(STEP, [LedgerCheck()])
+    assert isinstance(other, StepResult) and other.status == "in_progress"
+    runner.fail(claim, RuntimeError("first try"))
+    assert store.load(STEP.key).folded.state == "failed"
+    retry = runner.start(STEP, [LedgerCheck()])
+    assert isinstance(retry, Claim)
+    done = runner.finish(retry, ActionResult(ok=True, ref="r", result={"n": 1}))
+    assert (done.status, done.ref, done.result) == ("created", "r", {"n": 1})
+    skipped = runner.start(STEP, [LedgerCheck()])
+    assert isinstance(skipped, StepResult)
+    assert (skipped.status, skipped.ref, skipped.result) == ("skipped", "r", {"n": 1})
 
 
 def test_check_error_does_not_act_and_explains():

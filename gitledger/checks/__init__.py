@@ -11,10 +11,18 @@ step with only such checks that was left attempting by a dead owner is *unconfir
 Implementations live in :mod:`gitledger.checks.local` (git, files, commands) and
 :mod:`gitledger.checks.github` (PyGithub, imported only when a GitHub check is used); spec strings are
 parsed by :mod:`gitledger.checks.specs`.
+
+For the Python API (:mod:`gitledger.api`) this module also offers factories for the built-in checks:
+:func:`branch`, :func:`trailer`, :func:`file`, :func:`command`, :func:`github_pr`,
+:func:`github_branch`, :func:`github_comment` and :func:`ledger`. They return a :class:`CheckSpec`
+that names the check; a :class:`~gitledger.api.Ledger` binds it to its repository when a step uses
+it, so they can be written before any repository is open. A custom check is any object with
+``spec``, ``queries_reality`` and ``find``, or simply a callable ``(StepKey) -> str | None``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -24,10 +32,14 @@ from gitledger.keys import StepKey
 
 class Check(Protocol):
     @property
-    def spec(self) -> str: ...
+    def spec(self) -> str:
+        """How users name this check (``branch:origin``); recorded with the outcome."""
+        ...
 
     @property
-    def queries_reality(self) -> bool: ...
+    def queries_reality(self) -> bool:
+        """False only when the ledger is the only evidence (the ``ledger`` check)."""
+        ...
 
     def find(self, step: StepKey) -> str | None: ...
 
@@ -53,3 +65,81 @@ class CallableCheck:
 
     def find(self, step: StepKey) -> str | None:
         return self.func(step)
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A built-in check named by its spec string (``branch:origin``, ``file:out.txt``, ...).
+
+    It is not a :class:`Check` yet: the ledger that runs the step binds it to its repository.
+    """
+
+    spec: str
+
+    def __post_init__(self) -> None:
+        from gitledger.checks.specs import validate_spec
+        from gitledger.errors import UsageError
+
+        reason = validate_spec(self.spec)
+        if reason is not None:
+            raise UsageError(reason)
+
+
+def ledger() -> LedgerCheck:
+    """Only the ledger is evidence: a step left attempting by a dead process is *unconfirmed*."""
+    return LedgerCheck()
+
+
+def branch(remote: str | None = None) -> CheckSpec:
+    """The key's convention branch exists locally, as a remote-tracking branch, or on ``remote``."""
+    return CheckSpec(f"branch:{remote}" if remote else "branch")
+
+
+def trailer() -> CheckSpec:
+    """A commit on any local or remote-tracking branch carries ``Gitledger-Key: <key>``."""
+    return CheckSpec("trailer")
+
+
+def file(path: str | os.PathLike[str]) -> CheckSpec:
+    """A file exists; relative to the repository's top. ``{key}`` and ``$VARS`` are expanded."""
+    return CheckSpec(f"file:{os.fspath(path)}")
+
+
+def command(shell: str) -> CheckSpec:
+    """A shell command decides: exit 0 = exists (stdout is the ref), 1 = absent, other = error."""
+    return CheckSpec(f"cmd:{shell}")
+
+
+def github_pr() -> CheckSpec:
+    """A pull request for the key exists on GitHub (by head branch, label or body marker)."""
+    return CheckSpec("github-pr")
+
+
+def github_branch() -> CheckSpec:
+    """The key's convention branch exists in the GitHub repository."""
+    return CheckSpec("github-branch")
+
+
+def github_comment(number: int) -> CheckSpec:
+    """A comment carrying the key's marker exists on issue or pull request ``number``."""
+    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+        from gitledger.errors import UsageError
+
+        raise UsageError(f"github_comment() needs a positive issue or pull request number, not {number!r}")
+    return CheckSpec(f"github-comment:{number}")
+
+
+__all__ = [
+    "CallableCheck",
+    "Check",
+    "CheckSpec",
+    "LedgerCheck",
+    "branch",
+    "command",
+    "file",
+    "github_branch",
+    "github_comment",
+    "github_pr",
+    "ledger",
+    "trailer",
+]

@@ -1,5 +1,6 @@
 """Importing this module registers every command on the shared typer app."""
 
+from gitledger.cli import audit as _audit  # noqa: F401
 from gitledger.cli import github as _github  # noqa: F401
 from gitledger.cli import hooks as _hooks  # noqa: F401
 from gitledger.cli import inspect as _inspect  # noqa: F401
