@@ -169,3 +169,22 @@ def test_gitledger_never_passes_the_guarded_command_through_a_shell(tmp_path: Pa
     proc = subprocess.run(argv, cwd=bench.repo, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and f"$(touch {sentinel})" in proc.stderr
     assert not sentinel.exists()
+
+
+@needs_github
+def test_audit_flags_a_forged_done_whose_pull_request_does_not_exist(tmp_path: Path, github: FakeGitHub):
+    import re
+
+    bench = Workbench(tmp_path, github)
+    bench.go.touch()
+    real = bench.run_step(KINDS["github-pr"], task="T-real")
+    assert real.status == "created", real.stderr
+    forged_ref = re.sub(r"/pull/\d+$", "/pull/999", str(real.json["ref"]))
+    assert forged_ref != real.json["ref"]
+    victim = bench.step("github-pr", "T-victim")
+    forge(bench.repo, victim, "done", outcome="created", ref=forged_ref)
+    assert bench.run_step(KINDS["github-pr"], task="T-victim").status == "skipped"  # suppressed...
+    audit = bench.gitledger("audit", "--json")
+    assert audit.returncode == 0, audit.stderr
+    missing = json.loads(audit.stdout)["missing_refs"]
+    assert [(m["key"], m["number"]) for m in missing] == [(victim.key, 999)]  # ...and flagged
