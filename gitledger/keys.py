@@ -140,7 +140,7 @@ class Content:
     @classmethod
     def explicit_key(cls, key: str) -> Content:
         """A caller-chosen idempotency key; the payload is then compared by fingerprint instead."""
-        return cls("key", key.encode("utf-8"))
+        return cls("key", utf8(key, "key"))
 
     @classmethod
     def empty(cls) -> Content:

@@ -247,3 +247,8 @@ def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path):
         assert proc.returncode in (0, 75) and not any(c in text for c in "\x1b\x07\x9b"), text
     for proc in [*outputs[1:], stalled]:
         assert "\\x1b" in proc.stdout + proc.stderr  # shown, escaped
+
+
+def test_an_explicit_key_that_is_not_utf8_is_a_usage_error():
+    with pytest.raises(UsageError):
+        Content.explicit_key(NOT_UTF8)
