@@ -698,24 +698,10 @@ class Ledger:
         )
 
     def _bind_spec(self, spec: str) -> Check:
-        from gitledger.checks.local import CommandCheck, FileCheck
-        from gitledger.checks.specs import CheckEnv, parse_check, validate_spec
+        from gitledger.checks.specs import CheckEnv, parse_check
 
-        if self.repo is not None:
-            return parse_check(spec, CheckEnv(self.repo, self.cwd, self._github_context))
-        reason = validate_spec(spec)
-        if reason is not None:
-            raise UsageError(reason)
-        name, _, arg = spec.partition(":")
-        if name == "ledger":
-            return LedgerCheck()
-        if name == "file":
-            return FileCheck(arg, self.cwd)
-        if name == "cmd":
-            return CommandCheck(arg, self.cwd)
-        raise UsageError(
-            f"check {spec!r} needs a git repository; open the ledger with gitledger.Ledger.open(path)"
-        )
+        github = self._github_context if self.repo is not None else None
+        return parse_check(spec, CheckEnv(self.repo, self.cwd, github))
 
     def github(self) -> GitHubContext:
         """The GitHub client the GitHub checks use (:class:`gitledger.github.GitHubContext`).
@@ -733,11 +719,7 @@ class Ledger:
             if self._github is None:
                 from gitledger.github import GitHubContext  # PyGithub: only when a GitHub check runs
 
-                self._github = GitHubContext.from_settings(
-                    repo=self.github_repo or self.config.github_repo,
-                    api_url=self.config.github_api_url,
-                    git_repo=self.repo,
-                )
+                self._github = GitHubContext.for_config(self.config, self.github_repo, self.repo)
             return self._github
 
     # -- the two forms -----------------------------------------------------------------------------

@@ -29,6 +29,7 @@ _VALUE_OPTIONS = {
     "--on-unconfirmed": "on_unconfirmed",
     "--lease": "lease",
     "--github-repo": "github_repo",
+    "--remote": "remote",  # a done key is skipped in any claim mode: the remote is not needed
     "--repo": "repo",
 }
 _REPEATABLE = {"arg", "check"}

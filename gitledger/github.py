@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from urllib3.connectionpool import ConnectionPool
     from urllib3.response import BaseHTTPResponse
 
+    from gitledger.config import Config
     from gitledger.git import GitRepo
     from gitledger.keys import KeyRef, StepKey
 
@@ -466,6 +467,16 @@ class GitHubContext:
     ) -> GitHubContext:
         """The context for ``repo`` (else the origin remote's), the token and API URL from ``env``."""
         return cls(GitHubSettings.resolve(repo, api_url, git_repo, env), git_repo)
+
+    @classmethod
+    def for_config(
+        cls, config: Config, repo: str | None = None, git_repo: GitRepo | None = None
+    ) -> GitHubContext:
+        """The context for a repository's settings: ``repo`` (an override such as --github-repo), else
+        ``github.repo`` of .gitledger.yml, else the origin remote; ``github.api_url`` when set."""
+        return cls.from_settings(
+            repo=repo or config.github_repo, api_url=config.github_api_url, git_repo=git_repo
+        )
 
     # -- basics --------------------------------------------------------------------------------------
 

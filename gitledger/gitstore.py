@@ -198,6 +198,12 @@ class GitStore:
 
     # -- writing -----------------------------------------------------------------------------------
 
+    def write_tree(self, entries: dict[str, tuple[str, str]]) -> str:
+        """Write a tree from {name: (mode, oid)} (and cache it); return its oid."""
+        oid = self.repo.write_object("tree", format_tree(entries))
+        self._trees[oid] = dict(entries)
+        return oid
+
     def _put(self, tree: str | None, path: list[str], blob: str) -> str:
         """Write the trees of ``tree`` with ``path`` set to ``blob``; return the new root."""
         entries = dict(self.tree(tree))
@@ -206,9 +212,7 @@ class GitStore:
         else:
             sub = entries.get(path[0])
             entries[path[0]] = (TREE, self._put(sub[1] if sub and sub[0] == TREE else None, path[1:], blob))
-        oid = self.repo.write_object("tree", format_tree(entries))
-        self._trees[oid] = entries
-        return oid
+        return self.write_tree(entries)
 
     def commit(self, tree: str, parents: list[str | None], message: str) -> str:
         name = os.environ.get("GIT_COMMITTER_NAME", "gitledger")

@@ -522,9 +522,7 @@ def existence_finders(repo: Path, remote: str, url: str) -> list[ExistenceFinder
         from gitledger.keys import KeyRef
 
         try:
-            with GitHubContext.from_settings(
-                repo=full_name, api_url=cfg.github_api_url, git_repo=None
-            ) as ctx:
+            with GitHubContext.for_config(cfg, full_name) as ctx:
                 found = ctx.find_pull(KeyRef(key, cfg.names), marker_scan=False)
         except GitledgerError as exc:
             raise CheckError(f"cannot ask GitHub about {key}: {exc}") from exc

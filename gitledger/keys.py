@@ -28,7 +28,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitledger.errors import UsageError
 
@@ -208,8 +208,35 @@ class Names:
             )
 
 
+class DerivedNames:
+    """The names derived from ``self.key`` with ``self.names`` (shared by StepKey and KeyRef)."""
+
+    if TYPE_CHECKING:
+
+        @property
+        def key(self) -> str: ...
+
+        names: Names
+
+    @property
+    def branch(self) -> str:
+        return branch_for(self.key, self.names)
+
+    @property
+    def label(self) -> str:
+        return label_for(self.key, self.names)
+
+    @property
+    def trailer(self) -> str:
+        return trailer_for(self.key)
+
+    @property
+    def marker(self) -> str:
+        return marker_for(self.key)
+
+
 @dataclass(frozen=True)
-class StepKey:
+class StepKey(DerivedNames):
     """A step's identity: the inputs and everything derived from them."""
 
     task: str
@@ -234,22 +261,6 @@ class StepKey:
     def short_digest(self) -> str:
         return self.digest[:KEY_DIGEST_LEN]
 
-    @property
-    def branch(self) -> str:
-        return branch_for(self.key, self.names)
-
-    @property
-    def label(self) -> str:
-        return label_for(self.key, self.names)
-
-    @property
-    def trailer(self) -> str:
-        return trailer_for(self.key)
-
-    @property
-    def marker(self) -> str:
-        return marker_for(self.key)
-
     def as_dict(self) -> dict[str, str]:
         return {
             "key": self.key,
@@ -264,27 +275,11 @@ class StepKey:
 
 
 @dataclass(frozen=True)
-class KeyRef:
+class KeyRef(DerivedNames):
     """A key known only by its text (from a trailer or a label), with the names derived from it."""
 
     key: str
     names: Names = Names()
-
-    @property
-    def branch(self) -> str:
-        return branch_for(self.key, self.names)
-
-    @property
-    def label(self) -> str:
-        return label_for(self.key, self.names)
-
-    @property
-    def trailer(self) -> str:
-        return trailer_for(self.key)
-
-    @property
-    def marker(self) -> str:
-        return marker_for(self.key)
 
 
 def _key_parts(key: str) -> tuple[str, str, str]:

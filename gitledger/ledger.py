@@ -13,6 +13,18 @@ events gives the entry's state:
 The fold is deterministic for any union of two clones' events: ``done`` wins over ``attempting`` and
 ``failed`` until a later ``forgotten``; two ``created`` outcomes since the last tombstone mark the entry
 as a duplicate, which ``list`` and ``audit`` report instead of hiding.
+
+Claims are tracked one by one, because a union of clones can hold several concurrent claims:
+
+- an ``attempting`` event with a ``supersedes`` list (ids of the claims it took over) closes exactly
+  those; without the field (older writers, one clone) it closes every claim before it;
+- a ``done`` or ``failed`` event with a ``claim`` field (an id or a list of ids) closes exactly those
+  claims, wherever they appear; without it, every claim before it;
+- a ``failed`` event with ``withdrawn: true`` is a claimant giving its claim back (it lost the remote
+  arbitration or could not reach the remote): it closes the claim without marking the step failed.
+
+The entry is ``attempting`` while any claim is open (``Folded.claims``); callers must treat it as held
+if *any* open claim is held, so a claim merged in from another clone is never overlooked.
 """
 
 from __future__ import annotations
@@ -80,11 +92,12 @@ class Folded:
     """The state of one entry after folding its events."""
 
     state: str = NONE
-    claim: Event | None = None  # the latest attempting event since the last tombstone
+    claim: Event | None = None  # the latest open claim (else the latest attempting event) since the tombstone
     done: Event | None = None  # the first done event since the last tombstone
     last: Event | None = None  # the last state-changing event
     created: int = 0  # done events with outcome "created" since the last tombstone
     corrupt: list[BadLine] = field(default_factory=list)
+    claims: list[Event] = field(default_factory=list)  # every open claim, oldest first
 
     @property
     def duplicate(self) -> bool:
@@ -95,13 +108,39 @@ class Folded:
         return self.done.get("ref") if self.done else None
 
 
+def event_id(event: Event) -> str:
+    """The event's id; events without one (foreign writers) are identified by their canonical bytes."""
+    ident = event.get("id")
+    if isinstance(ident, str) and ident:
+        return ident
+    return encode_event({k: v for k, v in event.items() if not k.startswith("_")}).decode()
+
+
+def _ids(value: Any) -> list[str] | None:
+    """The claim ids an event names (``claim``/``supersedes``), or None when it names none."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return None
+
+
 def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
     """Fold events in stored order into a :class:`Folded` state.
 
     Malformed lines make the entry corrupt unless a later ``done``/``forgotten`` resolution (written
     by ``gitledger resolve``) supersedes them.
     """
+    events = list(events)
+    # Claims closed by id, wherever the closing event sits: the order of a merged history must not matter.
+    closed: set[str] = set()
+    for event in events:
+        named = _ids(event.get("supersedes") if event.get("state") == ATTEMPTING else event.get("claim"))
+        if named and event.get("state") in (ATTEMPTING, DONE, FAILED):
+            closed.update(named)
     result = Folded()
+    open_claims: dict[str, Event] = {}
+    failed = False
     pending_bad = sorted(bad or [], key=lambda b: b.number)
     for event in events:
         state = event["state"]
@@ -110,6 +149,8 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
         line = int(event.get("_line", 0))
         if state == FORGOTTEN:
             result = Folded(state=NONE, last=event)
+            open_claims = {}
+            failed = False
             pending_bad = [b for b in pending_bad if b.number > line]
             continue
         result.last = event
@@ -120,13 +161,26 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
                 result.created += 1
             if result.done is None:
                 result.done = event
-            result.state = DONE
+            if _ids(event.get("claim")) is None:
+                open_claims = {}
         elif state == ATTEMPTING:
             result.claim = event
-            if result.state != DONE:
-                result.state = ATTEMPTING
-        elif state == FAILED and result.state != DONE:
-            result.state = FAILED
+            if _ids(event.get("supersedes")) is None:
+                open_claims = {}
+            open_claims[event_id(event)] = event
+        elif state == FAILED:
+            if not event.get("withdrawn"):
+                failed = True
+            if _ids(event.get("claim")) is None:
+                open_claims = {}
+    result.claims = [c for ident, c in open_claims.items() if ident not in closed]
+    if result.done is not None:
+        result.state = DONE
+    elif result.claims:
+        result.state = ATTEMPTING
+        result.claim = result.claims[-1]
+    elif failed:
+        result.state = FAILED
     result.corrupt = pending_bad
     return result
 

@@ -16,6 +16,12 @@ whoever loses re-reads and decides again, so of N concurrent workers on one key 
 the owner of a claim writes its outcome; an outcome is appended whatever happened to the entry in the
 meantime, because it is a fact (and two ``created`` outcomes are reported as a duplicate).
 
+Between clones, an optional :class:`Arbiter` decides (``remote`` claim mode): after the claim is
+recorded locally and before acting, :meth:`Arbiter.confirm` must say that the claim stands (the
+remote accepted it before anyone else's). A claim that does not stand is withdrawn by its owner and
+the step is decided again on what the arbiter merged in; after an outcome, :meth:`Arbiter.publish`
+shares it (best effort). The arbiter is an interface: this module still knows nothing of git.
+
 This module depends on the store and check interfaces only: no git, no CLI, no GitHub.
 """
 
@@ -26,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from gitledger import faults
 from gitledger.checks import Check
@@ -132,17 +138,51 @@ class Claim:
 
     step: StepKey
     fingerprint: str | None = None
+    claim_id: str | None = None  # the id of our attempting event; outcomes close it
+    warnings: tuple[str, ...] = ()  # what the arbiter said while confirming the claim
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An arbiter's answer about one claim."""
+
+    stands: bool  # True: act; False: the claim was beaten, withdraw it and decide again
+    warning: str | None = None  # e.g. "remote unreachable, proceeding offline"
+
+
+class Arbiter(Protocol):
+    """Decides between clones whose claims race on one key (e.g. a shared git remote).
+
+    ``confirm`` is called after the claim event was appended to the local store and before the
+    action runs. ``seen`` is the entry the decision to claim was made on (without the claim). The
+    arbiter publishes the claim and answers whether it stands; when it does not, it has made what
+    beat the claim visible in the local store (so deciding again sees it). It raises a
+    :class:`~gitledger.errors.GitledgerError` when it cannot decide (e.g. the remote is unreachable
+    and offline work is not allowed); the runner then withdraws the claim and fails closed.
+
+    ``publish`` is called after an outcome was recorded; it is best effort and returns a warning
+    for the user, or None.
+    """
+
+    def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict: ...
+
+    def publish(self) -> str | None: ...
 
 
 class StepRunner:
     """Runs steps against one store on behalf of one owner (this process)."""
 
     def __init__(
-        self, store: Store, owner: Owner | None = None, clock: Callable[[], float] = time.time
+        self,
+        store: Store,
+        owner: Owner | None = None,
+        clock: Callable[[], float] = time.time,
+        arbiter: Arbiter | None = None,
     ) -> None:
         self.store = store
         self.owner = owner or Owner.current()
         self.clock = clock
+        self.arbiter = arbiter
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -175,6 +215,13 @@ class StepRunner:
         if until is None:  # no deadline: locked, never expired
             return True
         return self.clock() < until
+
+    def holder(self, folded: Folded) -> Event | None:
+        """The open claim that a live owner holds, if any (a merged entry may hold several)."""
+        for claim in reversed(folded.claims):
+            if self.held(claim):
+                return claim
+        return None
 
     def load(self, step: StepKey, fingerprint: str | None = None) -> Entry:
         entry = self.store.load(Intent.of(step))
@@ -257,16 +304,20 @@ class StepRunner:
         intent = Intent.of(step)
         queries_reality = any(c.queries_reality for c in checks)
         specs = [c.spec for c in checks]
+        warnings: list[str] = []
         for _ in range(MAX_DECISIONS):
             entry = self.load(step, fingerprint)
             folded: Folded = entry.folded
             if folded.state == DONE:
                 assert folded.done is not None
-                return StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result"))
+                return self._warn(
+                    StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result")), warnings
+                )
             if folded.state == ATTEMPTING:
                 assert folded.claim is not None
-                if self.held(folded.claim):
-                    return self.in_progress(step, folded.claim)
+                holder = self.holder(folded)
+                if holder is not None:
+                    return self._warn(self.in_progress(step, holder), warnings)
                 if not queries_reality:
                     if policy.on_unconfirmed == "fail":
                         return StepResult(
@@ -293,7 +344,8 @@ class StepRunner:
                     )
                     if self.store.append(intent, done, entry.version) is None:
                         continue
-                    return StepResult(ALREADY_EXISTED, step.key, ref=ref)
+                    self._publish(warnings)
+                    return self._warn(StepResult(ALREADY_EXISTED, step.key, ref=ref), warnings)
             faults.point("before-claim")
             now = self.clock()
             claim = self.event(
@@ -302,12 +354,47 @@ class StepRunner:
                 lease_until=iso(now + policy.lease),
                 checks=specs,
                 fingerprint=fingerprint,
+                supersedes=[c["id"] for c in folded.claims if isinstance(c.get("id"), str)],
             )
             if self.store.append(intent, claim, entry.version) is None:
                 continue
             faults.point("after-claim")
-            return Claim(step, fingerprint)
+            if self.arbiter is not None and not self._arbitrate(step, intent, entry, claim, warnings):
+                continue
+            return Claim(step, fingerprint, claim["id"], tuple(warnings))
         raise ConflictError(f"could not decide {step.key}: the entry kept changing; try again")
+
+    def withdraw(self, step: StepKey, claim: Event, message: str) -> None:
+        """Give our own claim back (never anyone else's): it closes the claim without a failure."""
+        self.record(step, self.event(step, FAILED, claim=claim["id"], withdrawn=True, message=message))
+
+    def _arbitrate(
+        self, step: StepKey, intent: Intent, seen: Entry, claim: Event, warnings: list[str]
+    ) -> bool:
+        """Ask the arbiter whether our recorded claim stands; withdraw it when it does not."""
+        assert self.arbiter is not None
+        try:
+            verdict = self.arbiter.confirm(intent, seen, claim)
+        except BaseException as exc:
+            self.withdraw(step, claim, f"not confirmed by the arbiter: {type(exc).__name__}: {exc}"[:2000])
+            raise
+        if verdict.warning:
+            warnings.append(verdict.warning)
+        if not verdict.stands:
+            self.withdraw(step, claim, "another claim reached the arbiter first")
+        return verdict.stands
+
+    def _publish(self, warnings: list[str]) -> None:
+        if self.arbiter is not None:
+            warning = self.arbiter.publish()
+            if warning:
+                warnings.append(warning)
+
+    @staticmethod
+    def _warn(result: StepResult, warnings: list[str]) -> StepResult:
+        if warnings:
+            result.extra["warnings"] = list(warnings)
+        return result
 
     def act(self, claim: Claim, action: Action) -> StepResult:
         """Run ``action`` under ``claim`` and record what came of it."""
@@ -321,11 +408,12 @@ class StepRunner:
     def fail(self, claim: Claim, exc: BaseException) -> None:
         """Record that the action under ``claim`` raised (``failed``: retryable)."""
         message = f"{type(exc).__name__}: {exc}"[:2000]
-        self.record(claim.step, self.event(claim.step, FAILED, message=message))
+        self.record(claim.step, self.event(claim.step, FAILED, claim=claim.claim_id, message=message))
 
     def finish(self, claim: Claim, outcome: ActionResult) -> StepResult:
         """Record the outcome the action under ``claim`` reported."""
-        step, fingerprint = claim.step, claim.fingerprint
+        step, fingerprint, claim_id = claim.step, claim.fingerprint, claim.claim_id
+        warnings = list(claim.warnings)
         if outcome.ok:
             faults.point("after-effect")
             done = self.event(
@@ -335,21 +423,28 @@ class StepRunner:
                 ref=outcome.ref,
                 result=outcome.result,
                 fingerprint=fingerprint,
+                claim=claim_id,
             )
             self.record(step, done)
-            return StepResult(CREATED, step.key, ref=outcome.ref, result=outcome.result)
+            self._publish(warnings)
+            return self._warn(StepResult(CREATED, step.key, ref=outcome.ref, result=outcome.result), warnings)
         failed = self.event(
             step,
             FAILED,
             exit_code=outcome.exit_code,
             message=(outcome.message or "")[:2000] or None,
+            claim=claim_id,
         )
         self.record(step, failed)
-        return StepResult(
-            STATUS_FAILED,
-            step.key,
-            exit_code=outcome.exit_code or 1,
-            message=outcome.message or f"the command failed with exit code {outcome.exit_code}",
+        self._publish(warnings)
+        return self._warn(
+            StepResult(
+                STATUS_FAILED,
+                step.key,
+                exit_code=outcome.exit_code or 1,
+                message=outcome.message or f"the command failed with exit code {outcome.exit_code}",
+            ),
+            warnings,
         )
 
 
@@ -371,8 +466,9 @@ def reconcile_entry(
     folded = entry.folded
     if folded.state != ATTEMPTING or folded.claim is None:
         return folded.state, folded.ref
-    if runner.held(folded.claim):
+    if runner.holder(folded) is not None:
         return STILL_HELD, None
+    settled = [c["id"] for c in folded.claims if isinstance(c.get("id"), str)] or None
     if not any(c.queries_reality for c in checks):
         return UNSETTLED, None
     found = runner.query(step, checks)
@@ -383,7 +479,9 @@ def reconcile_entry(
         if runner.store.append(intent, event, entry.version) is None:
             return "changed", None
         return SETTLED_DONE, ref
-    event = runner.event(step, FAILED, message="owner died before the effect existed (reconcile)")
+    event = runner.event(
+        step, FAILED, claim=settled, message="owner died before the effect existed (reconcile)"
+    )
     if runner.store.append(intent, event, entry.version) is None:
         return "changed", None
     return SETTLED_RETRYABLE, None

@@ -29,11 +29,7 @@ class Workspace:
         if self._github is None:
             from gitledger.github import GitHubContext
 
-            self._github = GitHubContext.from_settings(
-                repo=self.github_repo or self.config.github_repo,
-                api_url=self.config.github_api_url,
-                git_repo=self.repo,
-            )
+            self._github = GitHubContext.for_config(self.config, self.github_repo, self.repo)
         return self._github
 
     def checks(self, specs: list[str] | tuple[str, ...]) -> list[Check]:

@@ -501,25 +501,6 @@ def test_pre_push_under_the_pre_commit_framework(clone: Path, remote: Path, tmp_
     assert proc.returncode == 0, proc.stderr
 
 
-def test_push_ledger_sync_fails_soft_while_sync_is_missing(hooked: Path, tmp_path: Path) -> None:
-    import typer.main
-
-    import gitledger.cli.commands  # noqa: F401  (registers the commands)
-    from gitledger.cli.app import app
-
-    if "sync" in getattr(typer.main.get_command(app), "commands", {}):
-        pytest.skip("gitledger has a sync command now; this covers the time before it")
-    git("config", "gitledger.pushLedger", "true", cwd=hooked)
-    git("config", "gitledger.remote", "upstream", cwd=hooked)
-    proc = push(hooked, "main")
-    assert proc.returncode == 0 and "sync" not in proc.stderr  # not the ledger remote
-    git("config", "gitledger.remote", "origin", cwd=hooked)
-    assert commit(hooked, "one more").returncode == 0
-    proc = push(hooked, "main")
-    assert proc.returncode == 0
-    assert "has no 'sync' command yet" in proc.stderr
-
-
 # --- check_push as a library ------------------------------------------------------------------------
 
 

@@ -30,7 +30,7 @@ _REMOTE_RE = re.compile(r"^[A-Za-z0-9._/][A-Za-z0-9._/-]*$")
 class CheckEnv:
     """What checks need from their surroundings."""
 
-    repo: GitRepo
+    repo: GitRepo | None  # None: only checks that need no repository (ledger, file, cmd)
     cwd: Path
     github: Callable[[], Any] | None = None  # returns a gitledger.github.GitHubContext, lazily
 
@@ -42,14 +42,17 @@ def parse_check(spec: str, env: CheckEnv) -> Check:
     name, _, arg = spec.partition(":")
     if name == "ledger":
         return LedgerCheck()
+    base = env.repo.worktree or env.cwd if env.repo is not None else env.cwd
+    if name == "file":
+        return FileCheck(arg, base)
+    if name == "cmd":
+        return CommandCheck(arg, base)
+    if env.repo is None:
+        raise UsageError(f"check {spec!r} needs a git repository; run it inside one (or pass its path)")
     if name == "branch":
         return BranchCheck(env.repo, arg or None)
     if name == "trailer":
         return TrailerCheck(env.repo)
-    if name == "file":
-        return FileCheck(arg, env.repo.worktree or env.cwd)
-    if name == "cmd":
-        return CommandCheck(arg, env.repo.worktree or env.cwd)
     if env.github is None:
         raise UsageError(f"check {spec!r} needs GitHub settings, which are not available here")
     return LazyCheck(spec, lambda: _github_check(name, arg, env))

@@ -113,22 +113,11 @@ def check_push_command(
 def run_ledger_sync(remote: str) -> int:
     """The one place the pre-push hook runs ``gitledger sync REMOTE`` (``gitledger.pushLedger=true``).
 
-    Returns sync's exit code. Until this gitledger has a ``sync`` command, warns and returns 0 so that
-    pushes keep working. Sync runs in this process with the hook's GIT_* variables removed.
+    Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed.
     """
-    import typer.main
-
     from gitledger.cli import main
     from gitledger.hooks import no_git_env
 
-    commands = getattr(typer.main.get_command(app), "commands", {})
-    if "sync" not in commands:
-        typer.echo(
-            "gitledger: warning: gitledger.pushLedger is true but this gitledger has no 'sync' command "
-            f"yet; the ledger was not pushed to {remote}",
-            err=True,
-        )
-        return 0
     clean = no_git_env()
     os.environ.clear()
     os.environ.update(clean)

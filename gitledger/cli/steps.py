@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app
+from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app, say
 from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, STEP, TASK
 from gitledger.errors import UsageError
 
@@ -34,6 +34,20 @@ LEASE = typer.Option(
     help="Seconds a claim holds against processes on other hosts (default 900).",
     show_default=False,
 )
+REMOTE = typer.Option(
+    None,
+    "--remote",
+    help=(
+        "Remote claim mode: push the claim to this git remote before acting, so the remote decides "
+        "between clones (also 'claims: remote' in .gitledger.yml). Unreachable remote: fail closed."
+    ),
+    show_default=False,
+)
+ALLOW_OFFLINE = typer.Option(
+    False,
+    "--allow-offline",
+    help="In remote claim mode, act on the local claim alone when the remote cannot be reached.",
+)
 GITHUB_REPO = typer.Option(
     None, "--github-repo", help="OWNER/NAME for GitHub checks (default: config/origin)."
 )
@@ -53,6 +67,8 @@ def run_step_command(
     check: list[str] | None = CHECK,
     on_unconfirmed: str | None = ON_UNCONFIRMED,
     lease: float | None = LEASE,
+    remote: str | None = REMOTE,
+    allow_offline: bool = ALLOW_OFFLINE,
     github_repo: str | None = GITHUB_REPO,
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
@@ -81,7 +97,15 @@ def run_step_command(
     with open_workspace(repo, github_repo) as ws:
         check_command(command, ws.cwd)
         plan = plan_step(ws, task, step, step_content, check, on_unconfirmed, lease)
-        result = StepRunner(ws.store).run(
+        arbiter = None
+        if remote or ws.config.claims == "remote":
+            from gitledger.sync import RemoteArbiter, default_remote
+
+            name = default_remote(ws.repo, remote or ws.config.remote)
+            arbiter = RemoteArbiter(ws.store, name, allow_offline=allow_offline)
+        elif allow_offline:
+            raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
+        result = StepRunner(ws.store, arbiter=arbiter).run(
             plan.key,
             plan.checks,
             lambda: run_command(
@@ -93,5 +117,7 @@ def run_step_command(
             ),
             plan.policy,
         )
+    for warning in result.extra.get("warnings", ()):
+        say(f"warning: {warning}")
     report_step(result.to_json(), json_out)
     raise typer.Exit(result.exit_code)
