@@ -20,7 +20,7 @@ def run_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
 
 
 @pytest.mark.parametrize("field", ["--task", "--step"])
-def test_a_name_that_is_not_utf8_is_a_usage_error_not_a_traceback(repo: Path, field: str):
+def test_a_name_that_is_not_utf8_is_a_usage_error_not_a_traceback(repo: Path, field: str) -> None:
     args = {"--task": "t", "--step": "s", field: NOT_UTF8}
     argv = ["key", *[x for pair in args.items() for x in pair]]
     proc = run_bytes(argv, repo)
@@ -31,7 +31,7 @@ def test_a_name_that_is_not_utf8_is_a_usage_error_not_a_traceback(repo: Path, fi
         StepKey.derive(NOT_UTF8, "s")
 
 
-def test_content_that_is_not_utf8_hashes_its_bytes_like_a_file(repo: Path, tmp_path: Path):
+def test_content_that_is_not_utf8_hashes_its_bytes_like_a_file(repo: Path, tmp_path: Path) -> None:
     raw = b"caf\xe9 \xff"
     (tmp_path / "c").write_bytes(raw)
     text = run_bytes(["key", "-t", "t", "-s", "s", "--content", os.fsdecode(raw), "--json"], repo)
@@ -41,7 +41,7 @@ def test_content_that_is_not_utf8_hashes_its_bytes_like_a_file(repo: Path, tmp_p
     assert Content.text(os.fsdecode(raw)) == Content.raw(raw)
 
 
-def test_an_argument_that_is_not_utf8_is_a_usage_error(repo: Path):
+def test_an_argument_that_is_not_utf8_is_a_usage_error(repo: Path) -> None:
     proc = run_bytes(["key", "-t", "t", "-s", "s", "--arg", f"x={NOT_UTF8}"], repo)
     assert proc.returncode == 2 and b"Traceback" not in proc.stderr, proc.stderr
 
@@ -50,7 +50,7 @@ BAD_BRANCH_PREFIXES = ["a..b/", "x.lock/", ".hidden/", "/abs/", "a//b/", "-opt/"
 
 
 @pytest.mark.parametrize("prefix", BAD_BRANCH_PREFIXES)
-def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, prefix: str):
+def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, prefix: str) -> None:
     """Before the fix 'x.lock/' was accepted and every branch step failed inside git."""
     (repo / ".gitledger.yml").write_text(f'prefixes:\n  branch: "{prefix}"\n')
     proc = subprocess.run(
@@ -66,7 +66,7 @@ def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, 
 
 
 @pytest.mark.parametrize("prefix", ["gitledger/", "agent/", "a.b/", "x-", "bots/v1.2/", ""])
-def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str):
+def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str) -> None:
     from gitledger.keys import Names
 
     branch = StepKey.derive("t", "s", names=Names(branch_prefix=prefix)).branch
@@ -74,7 +74,7 @@ def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str):
     assert proc.returncode == 0, branch
 
 
-def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp_path: Path):
+def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp_path: Path) -> None:
     """'branch:--upload-pack' used to reach 'git ls-remote' as an option: git then ran the path that
     followed (the key's branch ref) as a program, found relative to the work tree. A claim forged in
     the ledger carried the spec into 'gitledger reconcile' too."""
@@ -116,7 +116,9 @@ def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp
     assert '"unconfirmed"' in reconcile.stdout
 
 
-def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty(repo: Path, tmp_path: Path):
+def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty(
+    repo: Path, tmp_path: Path
+) -> None:
     """Before the fix 'list' showed every entry as 'none' (exit 0) and run-step failed after 100 tries
     with "other writers keep moving refs/notes/gitledger"."""
     from tests.helpers import git, run_gitledger
@@ -152,7 +154,7 @@ def replace_in_tree_ref(repo: Path, ref: str, path: str, blob: str) -> None:
     index.unlink()
 
 
-def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path):
+def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path) -> None:
     """Before the fix 'list' and 'reconcile' died with a JSONDecodeError traceback."""
     from tests.helpers import git, run_gitledger
 
@@ -180,7 +182,7 @@ def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path):
 
 
 @pytest.mark.parametrize("damage", ["torn", "header-only", "garbage"])
-def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Path, damage: str):
+def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Path, damage: str) -> None:
     """Before the fix a torn note object read as an *empty* entry ('list' said 'none': a run-step could
     have acted again), and an unreadable one made 'list' and 'reconcile' fail for every key."""
     import json
@@ -214,7 +216,7 @@ def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Pa
 
 
 @pytest.mark.parametrize("how", ["--lease=inf", "--lease=1e300", "config:.inf", "config:1.0e+300"])
-def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, how: str):
+def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, how: str) -> None:
     """Before the fix the claim's deadline overflowed: an OverflowError traceback after the checks ran."""
     from tests.helpers import run_gitledger
 
@@ -227,7 +229,7 @@ def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, 
     assert "lease" in proc.stderr and not sentinel.exists()
 
 
-def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path):
+def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path) -> None:
     """Before the fix list/show/log printed ledger text raw: escape sequences (clear screen, set the
     clipboard with OSC 52) and newlines written by anyone with push access reached the terminal, and
     an in_progress message with a forged host broke the one-line contract."""
@@ -249,6 +251,6 @@ def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path):
         assert "\\x1b" in proc.stdout + proc.stderr  # shown, escaped
 
 
-def test_an_explicit_key_that_is_not_utf8_is_a_usage_error():
+def test_an_explicit_key_that_is_not_utf8_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         Content.explicit_key(NOT_UTF8)

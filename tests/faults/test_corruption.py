@@ -115,7 +115,7 @@ def one_line_error(proc: subprocess.CompletedProcess[str]) -> bool:
 @pytest.mark.parametrize("name", sorted(CORPUS))
 def test_damaged_ledger_is_reported_in_one_line_and_blocks_only_its_step(
     repo: Path, tmp_path: Path, name: str
-):
+) -> None:
     damage, scope = CORPUS[name]
     for task in ("a", "b"):
         assert step(repo, task, tmp_path / f"first-{task}").returncode == 0

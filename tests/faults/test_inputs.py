@@ -24,7 +24,7 @@ from tests.helpers import git, gitledger_argv, init_repo
 SCALE = 10 if full_size() else 1
 
 
-def examples(n: int) -> Any:
+def examples(n: int) -> settings:
     return settings(
         max_examples=n * SCALE,
         deadline=None,
@@ -62,7 +62,9 @@ def derive_or_usage_error(task: str, step: str, content: Content | None, names: 
 
 @examples(200)
 @given(task=st.text(), step=st.text(), content=contents)
-def test_keys_from_any_text_are_valid_deterministic_names(task: str, step: str, content: Content | None):
+def test_keys_from_any_text_are_valid_deterministic_names(
+    task: str, step: str, content: Content | None
+) -> None:
     TALLY.add("inputs.property_examples")
     first = derive_or_usage_error(task, step, content)
     refused = should_refuse(task) or should_refuse(step)
@@ -97,7 +99,7 @@ PREFIX_ALPHABET = "abcXYZ019._/-@{}~^:?*[\\ \n"
 
 @examples(200)
 @given(branch=st.text(PREFIX_ALPHABET, max_size=12), label=st.text(max_size=40))
-def test_any_prefix_is_refused_or_gives_valid_names(branch: str, label: str):
+def test_any_prefix_is_refused_or_gives_valid_names(branch: str, label: str) -> None:
     TALLY.add("inputs.property_examples")
     try:
         names = Names(branch_prefix=branch, label_prefix=label)
@@ -121,7 +123,7 @@ argv_text = st.text(st.characters(exclude_characters="\x00", exclude_categories=
 @given(task=argv_text, step=argv_text, content=argv_text)
 def test_the_cli_derives_the_same_key_or_says_why_in_one_line(
     cli_repo: Path, task: str, step: str, content: str
-):
+) -> None:
     TALLY.add("inputs.property_examples")
     argv = gitledger_argv("key", f"--task={task}", f"--step={step}", f"--content={content}", "--json")
     proc = subprocess.run(argv, cwd=cli_repo, capture_output=True, text=True, timeout=60, check=False)
@@ -149,7 +151,7 @@ def parse_or_config_error(text: str) -> None:
 
 @examples(300)
 @given(text=st.text())
-def test_config_text_either_parses_or_is_one_config_error(text: str):
+def test_config_text_either_parses_or_is_one_config_error(text: str) -> None:
     TALLY.add("inputs.property_examples")
     parse_or_config_error(text)
 
@@ -168,7 +170,7 @@ config_keys = st.sampled_from(
 
 @examples(300)
 @given(data=st.dictionaries(config_keys, yaml_values, max_size=5))
-def test_config_structures_either_parse_or_are_one_config_error(data: dict[str, Any]):
+def test_config_structures_either_parse_or_are_one_config_error(data: dict[str, Any]) -> None:
     import yaml
 
     TALLY.add("inputs.property_examples")
@@ -225,7 +227,7 @@ MALFORMED_CONFIGS: list[tuple[str, int]] = [
 )
 def test_a_malformed_config_is_exit_2_and_one_line_naming_file_and_line(
     cli_repo: Path, tmp_path: Path, text: str, line: int
-):
+) -> None:
     TALLY.add("inputs.bad")
     config = cli_repo / ".gitledger.yml"
     config.write_text(text)
@@ -247,7 +249,7 @@ def test_a_malformed_config_is_exit_2_and_one_line_naming_file_and_line(
     assert not sentinel.exists() and not Path("/tmp/gitledger-pwned-config").exists()
 
 
-def test_a_config_that_is_not_utf8_is_one_line(cli_repo: Path):
+def test_a_config_that_is_not_utf8_is_one_line(cli_repo: Path) -> None:
     TALLY.add("inputs.bad")
     config = cli_repo / ".gitledger.yml"
     config.write_bytes(b"lease: \xff\xfe\n")
@@ -320,7 +322,7 @@ def refs(repo: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in lines)
 
 
-def test_hostile_task_and_step_names_never_reach_a_shell_or_a_ref_unvalidated(tmp_path: Path):
+def test_hostile_task_and_step_names_never_reach_a_shell_or_a_ref_unvalidated(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     out = tmp_path / "out"
     out.mkdir()
@@ -386,7 +388,7 @@ def test_hostile_task_and_step_names_never_reach_a_shell_or_a_ref_unvalidated(tm
     TALLY.add("inputs.sentinels", int(sentinel.exists()))
 
 
-def test_hostile_trailers_and_keys_never_reach_a_shell_in_the_hooks(tmp_path: Path):
+def test_hostile_trailers_and_keys_never_reach_a_shell_in_the_hooks(tmp_path: Path) -> None:
     """The commit-msg hook takes GITLEDGER_KEY from the environment, the pre-push hook reads trailers
     from commits: both accept only strings that match the key pattern."""
     repo = init_repo(tmp_path / "repo")

@@ -49,7 +49,7 @@ def all_objects(repo: Path) -> bytes:
 @needs_github
 def test_tokens_never_reach_the_ledger_the_repository_or_any_output(
     tmp_path: Path, secret_github: FakeGitHub
-):
+) -> None:
     token = secret_github.token
     assert token is not None
     wrong = f"ghp_{secrets.token_hex(18)}"
@@ -97,7 +97,7 @@ def test_tokens_never_reach_the_ledger_the_repository_or_any_output(
         assert not leaked, leaked
 
 
-def test_reconcile_never_runs_a_command_it_reads_from_the_ledger(tmp_path: Path):
+def test_reconcile_never_runs_a_command_it_reads_from_the_ledger(tmp_path: Path) -> None:
     bench = Workbench(tmp_path)
     sentinel = tmp_path / "pwned"
     step = bench.step("ledger", "T-cmd")
@@ -110,7 +110,7 @@ def test_reconcile_never_runs_a_command_it_reads_from_the_ledger(tmp_path: Path)
     TALLY.add("inputs.sentinels", int(sentinel.exists()))
 
 
-def test_reconcile_does_run_the_cmd_check_of_gitledger_yml(tmp_path: Path):
+def test_reconcile_does_run_the_cmd_check_of_gitledger_yml(tmp_path: Path) -> None:
     """The positive control: the cmd kind's check lives in .gitledger.yml and reconcile uses it."""
     bench = Workbench(tmp_path)
     bench.go.touch()
@@ -122,7 +122,7 @@ def test_reconcile_does_run_the_cmd_check_of_gitledger_yml(tmp_path: Path):
     ).json_list()
 
 
-def test_a_forged_done_suppresses_the_step_visibly_and_resolve_forget_undoes_it(tmp_path: Path):
+def test_a_forged_done_suppresses_the_step_visibly_and_resolve_forget_undoes_it(tmp_path: Path) -> None:
     bench = Workbench(tmp_path)
     bench.go.touch()
     step = bench.step("file")
@@ -137,7 +137,7 @@ def test_a_forged_done_suppresses_the_step_visibly_and_resolve_forget_undoes_it(
 
 
 @pytest.mark.parametrize("lease", [FAR_FUTURE, None])
-def test_a_forged_claim_stalls_the_step_until_resolved(tmp_path: Path, lease: str | None):
+def test_a_forged_claim_stalls_the_step_until_resolved(tmp_path: Path, lease: str | None) -> None:
     bench = Workbench(tmp_path)
     bench.go.touch()
     step = bench.step("file")
@@ -151,7 +151,7 @@ def test_a_forged_claim_stalls_the_step_until_resolved(tmp_path: Path, lease: st
     assert bench.run_step(KINDS["file"]).status == "created" and bench.effects("file") == 1
 
 
-def test_an_expired_forged_claim_is_taken_over_after_querying_reality(tmp_path: Path):
+def test_an_expired_forged_claim_is_taken_over_after_querying_reality(tmp_path: Path) -> None:
     bench = Workbench(tmp_path)
     bench.go.touch()
     step = bench.step("file")
@@ -159,7 +159,7 @@ def test_an_expired_forged_claim_is_taken_over_after_querying_reality(tmp_path: 
     assert bench.run_step(KINDS["file"]).status == "created" and bench.effects("file") == 1
 
 
-def test_gitledger_never_passes_the_guarded_command_through_a_shell(tmp_path: Path):
+def test_gitledger_never_passes_the_guarded_command_through_a_shell(tmp_path: Path) -> None:
     """argv goes to exec as given: a single argument with shell syntax stays one literal argument."""
     bench = Workbench(tmp_path)
     sentinel = tmp_path / "pwned"
@@ -172,7 +172,9 @@ def test_gitledger_never_passes_the_guarded_command_through_a_shell(tmp_path: Pa
 
 
 @needs_github
-def test_audit_flags_a_forged_done_whose_pull_request_does_not_exist(tmp_path: Path, github: FakeGitHub):
+def test_audit_flags_a_forged_done_whose_pull_request_does_not_exist(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
     import re
 
     bench = Workbench(tmp_path, github)
