@@ -79,16 +79,20 @@ class GitStore:
     def tip(self, ref: str) -> Tip:
         found = self.repo.read(ref)
         if found is None:
-            # Absent, or pointing at an object that is not there: the second is damage, and reading it
-            # as an empty ledger would hide every entry (and make every write fail as a "conflict").
+            # Absent, created by another writer since we looked, or pointing at an object that is not
+            # there. Only the last is damage: reading it as an empty ledger would hide every entry (and
+            # make every write fail as a "conflict"). Writers store objects before they move a ref, so
+            # an object a ref points at is there unless the repository is damaged.
             proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
-            if proc.returncode == 0:
-                oid = proc.stdout.decode().strip()
+            if proc.returncode != 0:
+                return Tip(None, None)
+            oid = proc.stdout.decode().strip()
+            found = self.repo.read(oid)
+            if found is None:
                 raise CorruptLedgerError(
                     f"{ref} points at {oid}, which is missing from the repository; restore it with "
                     f"'git update-ref {ref} <commit>' (see 'git reflog {ref}') or fetch it from a clone"
                 )
-            return Tip(None, None)
         oid, kind, data = found
         if kind != "commit":
             raise CorruptLedgerError(

@@ -254,3 +254,36 @@ def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path) -> None
 def test_an_explicit_key_that_is_not_utf8_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
         Content.explicit_key(NOT_UTF8)
+
+
+def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(repo: Path) -> None:
+    """My own regression from the missing-object fix, found by the full test run under load: a reader
+    whose 'git cat-file' asked for the ledger ref just before another process created it, and whose
+    'git rev-parse' then found it, reported the fresh ledger as damaged. The timing is reproduced by
+    letting a second process create the ref after the reader's first look."""
+    from gitledger.git import GitRepo
+    from gitledger.gitstore import NOTES_REF, GitStore
+    from tests.helpers import run_gitledger
+
+    class LateRef(GitRepo):
+        """Creates the ledger (in another process) right after the first lookup of the ref misses."""
+
+        created = False
+
+        def read(self, name: str) -> tuple[str, str, bytes] | None:
+            found = super().read(name)
+            if name == NOTES_REF and found is None and not self.created:
+                self.created = True
+                assert (
+                    run_gitledger("run-step", "-t", "other", "-s", "s", "--", "true", cwd=repo).returncode
+                    == 0
+                )
+            return found
+
+    base = GitRepo.discover(repo)
+    late = LateRef(base.git_dir, base.common_dir, base.objects_dir, base.worktree, base.object_format)
+    try:
+        tip = GitStore(late).tip(NOTES_REF)
+    finally:
+        late.close()
+    assert late.created and tip.commit is not None
