@@ -320,6 +320,8 @@ class StepRunner:
                     return self._warn(self.in_progress(step, holder), warnings)
                 if not queries_reality:
                     if policy.on_unconfirmed == "fail":
+                        if self.store.load(intent).version != entry.version:
+                            continue  # the owner was seen gone after the read: it may have finished
                         return StepResult(
                             UNCONFIRMED,
                             step.key,
@@ -470,6 +472,8 @@ def reconcile_entry(
         return STILL_HELD, None
     settled = [c["id"] for c in folded.claims if isinstance(c.get("id"), str)] or None
     if not any(c.queries_reality for c in checks):
+        if runner.store.load(Intent.of(step)).version != entry.version:
+            return "changed", None  # the owner finished between the read and the liveness check
         return UNSETTLED, None
     found = runner.query(step, checks)
     intent = Intent.of(step)

@@ -287,3 +287,43 @@ def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(rep
     finally:
         late.close()
     assert late.created and tip.commit is not None
+
+
+def test_an_owner_that_finishes_between_the_read_and_the_liveness_check_is_not_unconfirmed() -> None:
+    """Found while analysing a flaky sync test under load: a run read the entry (a claim), the owner
+    then recorded done and exited, and the run, finding the owner gone, answered 'unconfirmed' (exit 3)
+    from its stale read. Reproduced by letting the owner finish right after the run's read."""
+    from gitledger.checks import LedgerCheck
+    from gitledger.ledger import Entry
+    from gitledger.protocol import ActionResult, StepRunner, reconcile_entry
+    from gitledger.store import ANY_VERSION, Intent, MemoryStore
+    from tests.faults.forge import PAST, foreign_owner
+
+    step = StepKey.derive("t", "s")
+    intent = Intent.of(step)
+    base = {"v": 1, "key": step.key, "task": "t", "step": "s", "owner": foreign_owner()}
+
+    class FinishingOwner(MemoryStore):
+        """The claim's owner records done right after the first read of the entry."""
+
+        finished = False
+
+        def load(self, key: str | Intent) -> Entry:
+            entry = super().load(key)
+            if not self.finished:
+                self.finished = True
+                self.append(intent, {**base, "id": "d1", "at": "2020-01-01T00:00:01.000Z", "state": "done",
+                                     "outcome": "created", "ref": "the-ref"}, ANY_VERSION)  # fmt: skip
+            return entry
+
+    for how in ("run-step", "reconcile"):
+        store = FinishingOwner()
+        claim = {**base, "id": "c1", "at": "2020-01-01T00:00:00.000Z", "state": "attempting"}
+        MemoryStore.append(store, intent, {**claim, "lease_until": PAST}, ANY_VERSION)
+        runner = StepRunner(store)
+        if how == "run-step":
+            result = runner.run(step, [LedgerCheck()], lambda: ActionResult(ok=True))
+            assert (result.status, result.ref) == ("skipped", "the-ref")
+        else:
+            seen = store.load(intent)  # the read reconcile works from; the owner finishes right after
+            assert reconcile_entry(runner, step, seen, [LedgerCheck()])[0] == "changed"
