@@ -88,6 +88,8 @@ class Workbench:
             "GO": str(self.go),
             "PYTHON": sys.executable,
             "GITLEDGER_GITHUB_WRITE_INTERVAL": "0",
+            "GITLEDGER_GITHUB_BACKOFF": "0.01",  # a GitHub that answers 5xx is given up on quickly
+            "GITLEDGER_GITHUB_MAX_WAIT": "2",
         }
         env.pop("GITLEDGER_FAULT", None)
         if fault:
