@@ -104,9 +104,13 @@ class _Reader:
         return value
 
     def seconds(self, node: Any, where: str) -> float:
+        from gitledger.protocol import MAX_LEASE
+
         value = self.scalar(node, where)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-            raise self.fail(node, f"{where} must be a positive number of seconds, e.g. 900")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_LEASE:
+            raise self.fail(
+                node, f"{where} must be a positive number of seconds up to {MAX_LEASE:.0f}, e.g. 900"
+            )
         return float(value)
 
     def checks(self, node: Any, where: str) -> tuple[str, ...]:

@@ -54,6 +54,10 @@ class GitError(GitledgerError):
     """git failed or the path is not a usable repository."""
 
 
+class DamagedObjectError(GitError):
+    """git has the object but cannot read all of it (a torn or overwritten object file)."""
+
+
 class CorruptLedgerError(GitledgerError):
     """One ledger entry cannot be parsed; other entries stay readable."""
 

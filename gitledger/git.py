@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gitledger.errors import GitError, UsageError
+from gitledger.errors import DamagedObjectError, GitError, UsageError
 
 _ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
 
@@ -63,8 +63,14 @@ class CatFile:
         if len(parts) != 3:  # "<name> missing" / "<name> ambiguous"
             return None
         oid, kind, size = parts[0].decode(), parts[1].decode(), int(parts[2])
-        data = self._out.read(size + 1)[:size]
-        return oid, kind, data
+        data = self._out.read(size + 1)
+        if len(data) != size + 1:
+            # git found the object but could not inflate all of it (a torn or overwritten object file)
+            # and stopped: never hand back a partial object as if it were the whole one
+            raise DamagedObjectError(
+                f"object {oid} is damaged (git could not read all of it); run 'git fsck'"
+            )
+        return oid, kind, data[:size]
 
     def close(self) -> None:
         if self._proc.poll() is None:
@@ -260,7 +266,11 @@ class GitRepo:
         return self._cat
 
     def read(self, name: str) -> tuple[str, str, bytes] | None:
-        return self.cat.read(name)
+        try:
+            return self.cat.read(name)
+        except GitError:
+            self.close()  # the reader stopped; the next read starts a new one
+            raise
 
     def hash_object(self, kind: str, data: bytes) -> tuple[str, bytes]:
         """The object id of ``data`` and its full loose-object bytes (header + data)."""

@@ -24,10 +24,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitledger import faults
-from gitledger.errors import ConflictError, CorruptLedgerError
+from gitledger.errors import ConflictError, CorruptLedgerError, DamagedObjectError
 from gitledger.git import GitRepo, format_tree, parse_tree
 from gitledger.keys import key_digest
-from gitledger.ledger import Entry, Event, encode_event, parse_events
+from gitledger.ledger import BadLine, Entry, Event, encode_event, parse_events
 from gitledger.store import ANY_VERSION, Intent
 
 NOTES_REF = "refs/notes/gitledger"
@@ -46,6 +46,18 @@ def fanout(name: str) -> list[str]:
 def intent_bytes(intent: Intent) -> bytes:
     record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def parse_intent(data: bytes) -> Intent | None:
+    """The intent in a record written by :func:`intent_bytes`, or None when it is not one."""
+    try:
+        record = json.loads(data)
+        intent = Intent(record["key"], record["task"], record["step"], record["digest"])
+    except (ValueError, UnicodeDecodeError, TypeError, KeyError):
+        return None
+    if not all(isinstance(x, str) for x in (intent.key, intent.task, intent.step, intent.digest)):
+        return None
+    return intent
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,20 @@ class GitStore:
     def tip(self, ref: str) -> Tip:
         found = self.repo.read(ref)
         if found is None:
-            return Tip(None, None)
+            # Absent, created by another writer since we looked, or pointing at an object that is not
+            # there. Only the last is damage: reading it as an empty ledger would hide every entry (and
+            # make every write fail as a "conflict"). Writers store objects before they move a ref, so
+            # an object a ref points at is there unless the repository is damaged.
+            proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
+            if proc.returncode != 0:
+                return Tip(None, None)
+            oid = proc.stdout.decode().strip()
+            found = self.repo.read(oid)
+            if found is None:
+                raise CorruptLedgerError(
+                    f"{ref} points at {oid}, which is missing from the repository; restore it with "
+                    f"'git update-ref {ref} <commit>' (see 'git reflog {ref}') or fetch it from a clone"
+                )
         oid, kind, data = found
         if kind != "commit":
             raise CorruptLedgerError(
@@ -127,10 +152,18 @@ class GitStore:
         found = self.find(notes_tree, intent_oid)
         if found is None:
             return Entry(key, [], None, location=intent_oid)
-        blob = self.repo.read(found[1])
-        if blob is None:
-            raise CorruptLedgerError(f"ledger note {found[1]} for {key} is missing; the ledger is damaged")
+        try:
+            blob = self.repo.read(found[1])
+        except DamagedObjectError:
+            blob = None
+        if blob is None or blob[1] != "blob":
+            # missing or unreadable (a truncated or overwritten object file): this entry is corrupt,
+            # every other entry stays readable; 'resolve' supersedes it
+            problem = f"the note object {found[1]} is missing or damaged"
+            return Entry(key, [], found[1], [BadLine(0, "", problem)], location=intent_oid)
         events, bad = parse_events(blob[2])
+        if not events and not bad:  # gitledger never writes an empty note: someone emptied it
+            bad = [BadLine(0, "", f"the note {found[1]} is empty")]
         return Entry(key, events, found[1], bad, location=intent_oid)
 
     def load(self, key: str | Intent) -> Entry:
@@ -152,18 +185,29 @@ class GitStore:
         blob = self.repo.read(oid) if oid else None
         if blob is None:
             return None
-        data = json.loads(blob[2])
-        return Intent(data["key"], data["task"], data["step"], data["digest"])
+        return parse_intent(blob[2])
 
     def entries(self) -> Iterator[Entry]:
+        """Every entry, by key; an intent record that is missing or unreadable is reported as a corrupt
+        entry of its own (named ``damaged-intent:<key digest>``) and leaves every other entry readable."""
         notes_tree = self.tip(NOTES_REF).tree
         keys: dict[str, str] = {}
-        for _path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
-            blob = self.repo.read(intent_oid)
-            if blob is not None:
-                keys[json.loads(blob[2])["key"]] = intent_oid
+        damaged: list[tuple[str, str]] = []
+        for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
+            try:
+                blob = self.repo.read(intent_oid)
+            except DamagedObjectError:
+                blob = None
+            intent = parse_intent(blob[2]) if blob is not None and blob[1] == "blob" else None
+            if intent is None:
+                damaged.append((path, intent_oid))
+            else:
+                keys[intent.key] = intent_oid
         for key in sorted(keys):
             yield self._entry(key, keys[key], notes_tree)
+        for path, oid in damaged:
+            bad = BadLine(0, "", f"the intent record {oid} in {INTENTS_REF} is missing or not an intent")
+            yield Entry(f"damaged-intent:{path}", [], oid, [bad], location=oid)
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -204,7 +248,10 @@ class GitStore:
                     return None
                 old = b""
                 if current is not None:
-                    blob = self.repo.read(current)
+                    try:
+                        blob = self.repo.read(current)
+                    except DamagedObjectError:
+                        blob = None  # unreadable: the new note starts afresh (resolve repairs this way)
                     old = blob[2] if blob else b""
                     if old and not old.endswith(b"\n"):
                         old += b"\n"

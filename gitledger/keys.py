@@ -37,6 +37,7 @@ KEY_DIGEST_LEN = 24
 BRANCH_DIGEST_LEN = 12
 MIN_LABEL_DIGEST = 16
 MAX_LABEL_LEN = 50
+MAX_BRANCH_PREFIX = 100
 MAX_NAME_LEN = 1024
 SLUG_LEN = 32
 DEFAULT_BRANCH_PREFIX = "gitledger/"
@@ -56,7 +57,17 @@ def validate_name(value: str, what: str) -> str:
         raise UsageError(f"{what} {value!r} contains a control character; use printable text only")
     if len(value) > MAX_NAME_LEN:
         raise UsageError(f"{what} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
+    utf8(value, what)
     return value
+
+
+def utf8(value: str, what: str) -> bytes:
+    """``value`` as UTF-8; a clean error for text that has no UTF-8 form (e.g. argv bytes that were not
+    UTF-8, which Python hands over as lone surrogates)."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"{what} {value!r} is not valid UTF-8 text; pass it as UTF-8") from exc
 
 
 def slug(value: str, fallback: str) -> str:
@@ -98,9 +109,8 @@ def canonical_json(value: Any, name: str = "args") -> bytes:
     ``name`` is how errors refer to ``value`` (e.g. the function argument it came from).
     """
     checked = _canonical_value(value, name)
-    return json.dumps(
-        checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    text = json.dumps(checked, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return utf8(text, name)
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,12 @@ class Content:
 
     @classmethod
     def text(cls, text: str) -> Content:
-        return cls("bytes", text.encode("utf-8"))
+        """Text as UTF-8. Command-line bytes that are not UTF-8 arrive as lone surrogates
+        (surrogateescape) and are hashed as those original bytes, like ``--content-file`` would."""
+        try:
+            return cls("bytes", text.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError as exc:
+            raise UsageError("content is not valid text (it holds lone surrogates); pass UTF-8") from exc
 
     @classmethod
     def raw(cls, data: bytes) -> Content:
@@ -125,7 +140,7 @@ class Content:
     @classmethod
     def explicit_key(cls, key: str) -> Content:
         """A caller-chosen idempotency key; the payload is then compared by fingerprint instead."""
-        return cls("key", key.encode("utf-8"))
+        return cls("key", utf8(key, "key"))
 
     @classmethod
     def empty(cls) -> Content:
@@ -144,6 +159,24 @@ def compute_digest(task: str, step: str, content: Content) -> str:
     return h.hexdigest()
 
 
+def branch_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid branch name (the rules of ``git check-ref-format --branch``), or None."""
+    if not name or name == "@":
+        return "empty or '@'"
+    if name.startswith("-"):
+        return "starts with '-'"
+    if name.startswith("/") or name.endswith("/") or "//" in name:
+        return "a leading, trailing or doubled '/'"
+    if ".." in name or "@{" in name or name.endswith("."):
+        return "'..', '@{' or a trailing '.'"
+    if re.search(r"[\x00-\x20\x7f~^:?*\[\\]", name):
+        return "a space, control character or one of ~ ^ : ? * [ \\"
+    for part in name.split("/"):
+        if part.startswith(".") or part.endswith(".lock"):
+            return f"component {part!r} starts with '.' or ends with '.lock'"
+    return None
+
+
 @dataclass(frozen=True)
 class Names:
     """Prefixes for derived names; from ``.gitledger.yml`` or the defaults."""
@@ -160,6 +193,19 @@ class Names:
             )
         if self.branch_prefix and not re.fullmatch(r"[A-Za-z0-9._/-]*", self.branch_prefix):
             raise UsageError(f"branch prefix {self.branch_prefix!r} may only use letters, digits and . _ / -")
+        if len(self.branch_prefix) > MAX_BRANCH_PREFIX:
+            raise UsageError(
+                f"branch prefix {self.branch_prefix!r} is too long; use at most {MAX_BRANCH_PREFIX} "
+                "characters"
+            )
+        # Slugs and digests are [a-z0-9_-] and start with a letter or digit, so a branch is a valid
+        # branch name exactly when this sample is.
+        problem = branch_name_problem(f"{self.branch_prefix}task/step-{'0' * BRANCH_DIGEST_LEN}")
+        if problem:
+            raise UsageError(
+                f"branch prefix {self.branch_prefix!r} makes invalid branch names ({problem}); "
+                "use e.g. 'gitledger/' or 'agent/'"
+            )
 
 
 class DerivedNames:

@@ -15,6 +15,7 @@ from typing import Any
 from gitledger.checks import Check
 from gitledger.errors import UsageError
 from gitledger.keys import Content, StepKey
+from gitledger.ledger import printable
 from gitledger.protocol import StepPolicy
 from gitledger.workspace import Workspace
 
@@ -87,4 +88,4 @@ def report_step(data: dict[str, Any], json_out: bool) -> None:
         line += f" ({data['ref']})"
     if data.get("message"):
         line += f": {data['message']}"
-    print(line, file=sys.stderr, flush=True)
+    print(printable(line), file=sys.stderr, flush=True)

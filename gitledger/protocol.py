@@ -57,6 +57,7 @@ STATUS_FAILED = "failed"
 
 ON_UNCONFIRMED = ("fail", "retry", "skip")
 DEFAULT_LEASE = 900.0
+MAX_LEASE = 10 * 366 * 24 * 3600.0  # a deadline must stay a date
 MAX_DECISIONS = 200
 
 
@@ -91,8 +92,11 @@ class StepPolicy:
             raise UsageError(
                 f"on_unconfirmed {self.on_unconfirmed!r} is not one of {', '.join(ON_UNCONFIRMED)}"
             )
-        if not self.lease > 0:
-            raise UsageError(f"lease must be a positive number of seconds, not {self.lease!r}")
+        if not 0 < self.lease <= MAX_LEASE:  # also refuses NaN and infinity
+            raise UsageError(
+                f"lease must be a positive number of seconds up to {MAX_LEASE:.0f} (ten years), "
+                f"not {self.lease!r}"
+            )
 
 
 @dataclass
@@ -319,6 +323,8 @@ class StepRunner:
                     return self._warn(self.in_progress(step, holder), warnings)
                 if not queries_reality:
                     if policy.on_unconfirmed == "fail":
+                        if self.store.load(intent).version != entry.version:
+                            continue  # the owner was seen gone after the read: it may have finished
                         return StepResult(
                             UNCONFIRMED,
                             step.key,
@@ -469,6 +475,8 @@ def reconcile_entry(
         return STILL_HELD, None
     settled = [c["id"] for c in folded.claims if isinstance(c.get("id"), str)] or None
     if not any(c.queries_reality for c in checks):
+        if runner.store.load(Intent.of(step)).version != entry.version:
+            return "changed", None  # the owner finished between the read and the liveness check
         return UNSETTLED, None
     found = runner.query(step, checks)
     intent = Intent.of(step)

@@ -56,7 +56,9 @@ class BranchCheck:
                 return f"{name}@{oid}"
         if self.remote:
             try:
-                proc = self.repo.run("ls-remote", "--heads", self.remote, refs[0], timeout=NETWORK_TIMEOUT)
+                proc = self.repo.run(
+                    "ls-remote", "--heads", "--", self.remote, refs[0], timeout=NETWORK_TIMEOUT
+                )
             except GitledgerError as exc:
                 raise CheckError(f"cannot list branches of remote {self.remote!r}: {exc}") from exc
             for line in proc.stdout.decode().splitlines():

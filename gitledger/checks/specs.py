@@ -20,7 +20,9 @@ from gitledger.keys import StepKey
 SPEC_HELP = (
     "ledger, branch[:REMOTE], trailer, file:PATH, cmd:SHELL, github-pr, github-branch, github-comment:NUMBER"
 )
-_REMOTE_RE = re.compile(r"^[A-Za-z0-9._/-]+$")
+# A remote name or path; never starting with '-', which git would read as an option (the check runs
+# 'git ls-remote ... REMOTE', and reconcile takes specs from the ledger, which others can write).
+_REMOTE_RE = re.compile(r"^[A-Za-z0-9._/][A-Za-z0-9._/-]*$")
 
 
 @dataclass

@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = command.main(args=args, prog_name="gitledger", standalone_mode=False)
     except GitledgerError as exc:
-        print(f"gitledger: {exc.message}", file=sys.stderr)
+        from gitledger.ledger import printable
+
+        print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("gitledger: interrupted", file=sys.stderr)

@@ -15,7 +15,9 @@ def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     """A plain aligned table on stdout."""
     if not rows:
         return
-    cells = [[("" if row.get(c) is None else str(row.get(c))) for c in columns] for row in rows]
+    from gitledger.ledger import printable
+
+    cells = [[("" if row.get(c) is None else printable(str(row.get(c)))) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     typer.echo("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for r in cells:
@@ -83,12 +85,14 @@ def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) 
         summary["events"] = [_clean(e) for e in entry.events]
         emit_json(summary)
         return
+    from gitledger.ledger import printable
+
     for name in ("key", "task", "step", "state", "outcome", "ref", "updated_at", "intent_object"):
-        typer.echo(f"{name:<14} {summary[name] if summary[name] is not None else ''}")
+        typer.echo(f"{name:<14} {printable(str(summary[name])) if summary[name] is not None else ''}")
     if summary["duplicate"]:
         typer.echo("duplicate      yes: the effect was created more than once")
     for bad in entry.bad_lines:
-        typer.echo(f"corrupt line {bad.number}: {bad.error}: {bad.text}")
+        typer.echo(printable(f"corrupt line {bad.number}: {bad.error}: {bad.text}"))
     typer.echo("")
     table([_event_row(e) for e in entry.events], ["at", "state", "outcome", "host", "pid", "detail"])
 
@@ -164,6 +168,7 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
     Found → done (already_existed); absent → failed (retryable); ledger-only → reported unconfirmed.
     Check commands (cmd:) are taken from .gitledger.yml only, never from the ledger itself.
     """
+    from gitledger.checks.specs import validate_spec
     from gitledger.keys import StepKey
     from gitledger.ledger import ATTEMPTING
     from gitledger.protocol import StepRunner, reconcile_entry
@@ -183,7 +188,13 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
                     continue
                 step = StepKey(intent.task, intent.step, intent.digest, ws.config.names)
                 claim = entry.folded.claim or {}
-                specs = [s for s in claim.get("checks") or [] if not s.startswith("cmd:")]
+                # The claim's checks come from the ledger, which anyone with push access can write:
+                # never a command from there, and nothing that is not a valid spec.
+                specs = [
+                    s
+                    for s in claim.get("checks") or []
+                    if isinstance(s, str) and not s.startswith("cmd:") and validate_spec(s) is None
+                ]
                 specs += [s for s in ws.config.step(intent.step).checks or () if s.startswith("cmd:")]
                 outcome, ref = reconcile_entry(runner, step, entry, ws.checks(specs))
                 results.append({"key": entry.key, "result": outcome, "ref": ref})

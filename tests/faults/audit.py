@@ -1,0 +1,163 @@
+"""An independent audit of a repository's ledger, with git plumbing only (no gitledger code).
+
+- every note line parses as a JSON event object with a known state;
+- the notes history is append-only: each commit on ``refs/notes/gitledger`` changes exactly one note,
+  and the new note is the old one plus exactly one line; so the number of commits equals the number of
+  event lines, and an event that was ever recorded is still there (no event is lost);
+- ``git fsck`` reports no error.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NOTES_REF = "refs/notes/gitledger"
+STATES = {"attempting", "done", "failed", "forgotten", "info"}
+
+
+def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, input=input, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout
+
+
+def read_blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
+    """Contents of many blobs through one ``git cat-file --batch``."""
+    unique = list(dict.fromkeys(oids))
+    if not unique:
+        return {}
+    out = _git(repo, "cat-file", "--batch", input=("\n".join(unique) + "\n").encode())
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for oid in unique:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        if len(header) != 3:
+            raise AssertionError(f"object {oid} is missing: {out[pos:end]!r}")
+        size = int(header[2])
+        blobs[oid] = out[end + 1 : end + 1 + size]
+        pos = end + 1 + size + 1
+    return blobs
+
+
+@dataclass
+class Audit:
+    commits: int = 0
+    events: list[dict[str, Any]] = field(default_factory=list)
+    bad_lines: list[str] = field(default_factory=list)  # lines that do not parse as events
+    history_problems: list[str] = field(default_factory=list)  # commits that were not a one-line append
+    fsck_problems: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> set[str]:
+        return {str(e.get("id")) for e in self.events}
+
+    @property
+    def lost(self) -> int:
+        """Commits whose event line is no longer in the ledger (0 when nothing was lost)."""
+        return max(0, self.commits - len(self.events))
+
+    def by_key(self) -> dict[str, list[dict[str, Any]]]:
+        keys: dict[str, list[dict[str, Any]]] = {}
+        for event in self.events:
+            keys.setdefault(str(event.get("key")), []).append(event)
+        return keys
+
+    def created_counts(self) -> Counter[str]:
+        """Per key: done events with outcome 'created' since the key's last tombstone."""
+        counts: Counter[str] = Counter()
+        for key, events in self.by_key().items():
+            n = 0
+            for event in events:
+                if event.get("state") == "forgotten":
+                    n = 0
+                elif event.get("state") == "done" and event.get("outcome") == "created":
+                    n += 1
+            counts[key] = n
+        return counts
+
+    def assert_clean(self) -> None:
+        assert not self.bad_lines, self.bad_lines[:5]
+        assert not self.history_problems, self.history_problems[:5]
+        assert not self.fsck_problems, self.fsck_problems[:5]
+        assert self.lost == 0, f"{self.commits} commits but {len(self.events)} events"
+
+
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(event, dict) or event.get("state") not in STATES or not event.get("id"):
+        return None
+    return event
+
+
+def audit(repo: Path, *, fsck: bool = True) -> Audit:
+    result = Audit()
+    has_ref = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", NOTES_REF], cwd=repo, capture_output=True, check=False
+    )
+    if has_ref.returncode == 0:
+        _audit_notes(repo, result)
+    if fsck:
+        proc = subprocess.run(
+            ["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True, text=True
+        )
+        problems = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+        if proc.returncode != 0 or problems:
+            result.fsck_problems = problems or [f"git fsck exited {proc.returncode}"]
+    return result
+
+
+def _audit_notes(repo: Path, result: Audit) -> None:
+    # final notes: every blob in the notes tree
+    tree = _git(repo, "ls-tree", "-r", "-z", NOTES_REF).split(b"\0")
+    note_blobs = [entry.split()[2].decode() for entry in tree if entry]
+    # history: for each commit, the notes it changed (old blob -> new blob)
+    raw = _git(
+        repo, "log", "--raw", "--no-renames", "--root", "--no-abbrev", "--format=commit %H", NOTES_REF
+    ).decode()
+    changes: list[tuple[str, list[tuple[str, str, str]]]] = []
+    for line in raw.splitlines():
+        if line.startswith("commit "):
+            changes.append((line[7:], []))
+        elif line.startswith(":"):
+            meta = line.partition("\t")[0]
+            parts = meta.split()
+            changes[-1][1].append((parts[2], parts[3], parts[4]))
+    result.commits = len(changes)
+    zero = "0" * len(changes[0][0]) if changes else ""
+    wanted = note_blobs + [
+        oid for _c, ch in changes for old, new, _s in ch for oid in (old, new) if oid != zero
+    ]
+    blobs = read_blobs(repo, wanted)
+    for oid in note_blobs:
+        for raw_line in blobs[oid].split(b"\n"):
+            if not raw_line.strip():
+                continue
+            event = parse_line(raw_line)
+            if event is None:
+                result.bad_lines.append(raw_line[:200].decode(errors="replace"))
+            else:
+                result.events.append(event)
+    for commit, changed in changes:
+        if len(changed) != 1:
+            result.history_problems.append(f"{commit} changed {len(changed)} notes")
+            continue
+        old, new, status = changed[0]
+        before = b"" if old == zero else blobs[old]
+        after = blobs.get(new, b"")
+        if status not in ("A", "M") or not after.startswith(before):
+            result.history_problems.append(f"{commit} rewrote a note ({status})")
+            continue
+        added = after[len(before) :]
+        if added.count(b"\n") != 1 or not added.endswith(b"\n"):
+            lines = added.count(b"\n")
+            result.history_problems.append(f"{commit} added {lines} lines")

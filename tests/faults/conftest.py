@@ -1,0 +1,41 @@
+"""Writes the suite's figures as JSON when GITLEDGER_RELIABILITY_REPORT=PATH is set."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.faults.tally import FIGURES, REPORT_ENV, STRESS_ENV, TALLY
+
+_outcomes: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "tests/faults/" not in report.nodeid.replace("\\", "/"):
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _outcomes[report.outcome] = _outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    path = os.environ.get(REPORT_ENV)
+    if not path:
+        return
+    git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False).stdout
+    data: dict[str, Any] = {
+        "generated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "size": os.environ.get(STRESS_ENV) or "default",
+        "git": git_version.strip(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "tests": dict(_outcomes),
+        "figures": {name: TALLY.counts.get(name, 0) for name in FIGURES},
+    }
+    Path(path).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
