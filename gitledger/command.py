@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gitledger import faults
-from gitledger.checks.local import step_env
 from gitledger.errors import UsageError
 from gitledger.keys import StepKey
 from gitledger.protocol import ActionResult
@@ -58,6 +57,8 @@ def run_command(
 ) -> ActionResult:
     """Run ``argv`` with the step's GITLEDGER_* variables; what it writes to $GITLEDGER_RESULT is the ref."""
     import tempfile
+
+    from gitledger.checks.local import step_env
 
     with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
         result_file = Path(tmp) / "result"

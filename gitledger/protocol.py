@@ -31,7 +31,6 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from gitledger import faults
@@ -67,12 +66,16 @@ class PayloadMismatchError(UsageError):
 
 
 def iso(ts: float) -> str:
+    from datetime import UTC, datetime  # not at the top: a skip never formats a time
+
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_iso(text: Any) -> float | None:
     if not isinstance(text, str):
         return None
+    from datetime import datetime
+
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:

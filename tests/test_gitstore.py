@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -135,7 +136,73 @@ def test_no_cat_file_processes_leak(repo: Path):
             return False
 
     base = children()
-    for _ in range(20):
+    for i in range(20):
         with GitRepo.discover(repo) as r:
             GitStore(r).load(STEP.key)
+            GitStore(r).append(Intent.of(StepKey.derive("T-leak", f"s{i}")), {"state": "info"}, None)
     assert children() == base
+
+
+def test_ref_updates_are_compare_and_swap_through_one_process(repo: Path):
+    """A refused transaction returns False and moves nothing; the next one works; real errors raise."""
+    from gitledger.errors import GitError
+
+    head = git("rev-parse", "HEAD", cwd=repo)
+    tree = git("rev-parse", "HEAD^{tree}", cwd=repo)
+    other = git("commit-tree", "-m", "other", tree, cwd=repo)
+    with GitRepo.discover(repo) as r:
+        assert r.update_refs([("refs/gitledger/t1", head, None)])
+        assert not r.update_refs([("refs/gitledger/t1", other, None)])  # exists already
+        assert not r.update_refs([("refs/gitledger/t1", other, other)])  # not at that value
+        assert not r.update_refs([("refs/gitledger/t2", head, None), ("refs/gitledger/t1", other, other)])
+        assert git("rev-parse", "refs/gitledger/t1", cwd=repo) == head
+        assert git("for-each-ref", "refs/gitledger/t2", cwd=repo) == ""  # all or nothing
+        assert r.update_refs([("refs/gitledger/t1", other, head), ("refs/gitledger/t2", head, None)])
+        assert git("rev-parse", "refs/gitledger/t1", "refs/gitledger/t2", cwd=repo).split() == [other, head]
+        git("update-ref", "refs/gitledger/t1", head, cwd=repo)  # someone else moves it
+        assert not r.update_refs([("refs/gitledger/t1", other, other)])
+        with pytest.raises(GitError, match="update-ref failed"):
+            r.update_refs([("refs/gitledger/bad..name", head, None)])
+        assert r.update_refs([("refs/gitledger/t1", other, head)])
+
+
+def test_notes_at_any_fanout_are_read(repo: Path):
+    """A note written by git itself (flat fan-out) is found, as is one written by the store."""
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        intent = Intent.of(StepKey.derive("T-flat", "push"))
+        oid = store.intent_oid(intent)
+        from gitledger.gitstore import intent_bytes
+
+        assert git("hash-object", "-w", "--stdin", cwd=repo, input=intent_bytes(intent).decode()) == oid
+        line = json.dumps({"key": intent.key, "outcome": "created", "state": "done"})
+        git("notes", "--ref=gitledger", "add", "-m", line, oid, cwd=repo)
+        assert oid in git("ls-tree", "--name-only", NOTES_REF, cwd=repo).split()  # flat, not ab/cd/...
+        entry = store.load(intent)
+        assert entry.folded.state == "done" and entry.version is not None
+        v2 = store.append(intent, {"state": "info", "key": intent.key}, entry.version)
+        assert v2 is not None and store.load(intent).version == v2
+        other = Intent.of(STEP)
+        v3 = store.append(other, {"state": "attempting", "key": STEP.key}, None)
+        assert store.load(other).version == v3
+
+
+def test_trees_are_formatted_as_git_formats_them(repo: Path):
+    """format_tree orders entries exactly as git does (a tree 'x' sorts as 'x/'), checked by git mktree."""
+    import random
+
+    from gitledger.git import format_tree
+
+    rng = random.Random(5)
+    blob = git("hash-object", "-w", "--stdin", cwd=repo, input="x")
+    tree = git("mktree", cwd=repo, input=f"100644 blob {blob}\tf\n")
+    names = ["a", "a.b", "a-b", "a0", "ab", "b", "ab.c", "é", "a_b", *[f"{i:02x}" for i in range(40)]]
+    with GitRepo.discover(repo) as r:
+        for _ in range(20):
+            chosen = rng.sample(names, rng.randint(1, len(names)))
+            entries = {n: ("40000", tree) if rng.random() < 0.5 else ("100644", blob) for n in chosen}
+            listing = "".join(
+                f"{'040000 tree' if mode == '40000' else '100644 blob'} {oid}\t{name}\n"
+                for name, (mode, oid) in entries.items()
+            )
+            assert r.hash_object("tree", format_tree(entries))[0] == git("mktree", cwd=repo, input=listing)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from gitledger.checks import Check, LedgerCheck
-from gitledger.checks.local import BranchCheck, CommandCheck, FileCheck, TrailerCheck
 from gitledger.errors import UsageError
 from gitledger.git import GitRepo
 from gitledger.keys import StepKey
@@ -42,6 +41,9 @@ def parse_check(spec: str, env: CheckEnv) -> Check:
     name, _, arg = spec.partition(":")
     if name == "ledger":
         return LedgerCheck()
+    # imported here: a ledger-only step (the default, and every fast-path skip of one) never needs them
+    from gitledger.checks.local import BranchCheck, CommandCheck, FileCheck, TrailerCheck
+
     base = env.repo.worktree or env.cwd if env.repo is not None else env.cwd
     if name == "file":
         return FileCheck(arg, base)

@@ -1,0 +1,192 @@
+"""Per-step protocol overhead, in process, against the ledger's size: gitledger vs JSON file vs SQLite.
+
+The three ledgers are built at every size with the same entries (all ``done``) and verified; then all
+of them, every size, are measured *interleaved* (round robin, the order rotating each round), so a
+change in machine load hits every size and every ledger alike:
+
+- ``skip``: ``StepRunner.run`` on an existing done key (one ledger read) → ``skipped``;
+- ``fresh``: ``StepRunner.run`` on a new key → claim (CAS append) + no-op action + done (append).
+
+The action is a no-op and the only check is ``ledger``, so what is timed is the protocol and the
+store. Each (ledger, path) cell stops after ``reps`` samples or when it has used its time budget
+(the JSON file ledger gets slow on purpose: it rewrites the whole file on every transition).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.build import (
+    build_git,
+    build_items,
+    make_steps,
+    verify_git,
+    verify_sample,
+)
+from benchmarks.common import init_repo, log, summarize
+from benchmarks.ledgers import JsonFileStore, SqliteStore
+from gitledger.checks import LedgerCheck
+from gitledger.git import GitRepo
+from gitledger.gitstore import GitStore
+from gitledger.keys import StepKey
+from gitledger.protocol import CREATED, SKIPPED, ActionResult, StepRunner
+from gitledger.store import Store
+
+LEDGERS = ("gitledger", "sqlite", "json")
+CHECKS = [LedgerCheck()]
+
+
+def noop() -> ActionResult:
+    return ActionResult(ok=True)
+
+
+@dataclass
+class Opened:
+    kind: str
+    store: Store
+    runner: StepRunner
+    build_s: float
+    verified: dict[str, Any]
+    close: Callable[[], None]
+    samples: dict[str, list[float]] = field(default_factory=lambda: {"skip": [], "fresh": []})
+    spent: dict[str, float] = field(default_factory=lambda: {"skip": 0.0, "fresh": 0.0})
+
+
+def open_ledger(kind: str, folder: Path, steps: list[StepKey], verify: int) -> Opened:
+    """Build a ``kind`` ledger holding ``steps`` in ``folder``, verify it, and open it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    store: Store
+    if kind == "gitledger":
+        path = init_repo(folder / "repo")
+        build_git(path, steps)
+        build_s = time.perf_counter() - start
+        verified = verify_git(path, steps, verify)
+        repo = GitRepo.discover(path)
+        store = GitStore(repo)
+        close = repo.close
+    elif kind == "json":
+        json_store = JsonFileStore(folder / "ledger.json")
+        json_store.bulk_load(build_items(steps))
+        build_s = time.perf_counter() - start
+        verified = {**verify_sample(json_store, steps, verify), "count": json_store.count()}
+        store, close = json_store, json_store.close
+    elif kind == "sqlite":
+        sql_store = SqliteStore(folder / "ledger.sqlite")
+        sql_store.bulk_load(build_items(steps))
+        build_s = time.perf_counter() - start
+        verified = {**verify_sample(sql_store, steps, verify), "count": sql_store.count()}
+        store, close = sql_store, sql_store.close
+    else:
+        raise ValueError(f"unknown ledger {kind!r}")
+    if verified["count"] != len(steps):
+        raise RuntimeError(f"{kind} ledger holds {verified['count']} entries, expected {len(steps)}")
+    runner = StepRunner(store)
+    return Opened(kind, store, runner, build_s, verified, close)
+
+
+def measure_all(
+    workdir: Path,
+    sizes: list[int],
+    reps: int,
+    min_reps: int,
+    budget_s: float,
+    verify: int,
+    ledgers: tuple[str, ...] = LEDGERS,
+    seed: int = 1,
+) -> dict[str, dict[str, Any]]:
+    """Build every ledger at every size, then measure skip and fresh steps interleaved across all.
+
+    Every (size, ledger) cell takes one step per round, the order rotating each round, so a change
+    in machine load hits every size and every ledger alike: the ratios between sizes (flatness) and
+    between ledgers come from the same rounds.
+    """
+    rng = random.Random(seed)
+    cells: list[tuple[int, list[StepKey], Opened]] = []
+    try:
+        for size in sizes:
+            steps = make_steps(size)
+            for kind in ledgers:
+                log(f"overhead: building {kind} ledger of {size} entries")
+                cells.append((size, steps, open_ledger(kind, workdir / f"{kind}-{size}", steps, verify)))
+        # warm up: spawn readers, fill caches the way a long-running agent would have them
+        for _size, steps, o in cells:
+            for step in rng.sample(steps, min(3, len(steps))):
+                assert o.runner.run(step, CHECKS, noop).status == SKIPPED
+            assert o.runner.run(StepKey.derive("warm", o.kind), CHECKS, noop).status == CREATED
+        counter = 0
+        for path, expect in (("skip", SKIPPED), ("fresh", CREATED)):
+            for rnd in range(reps):
+                shift = rnd % len(cells)
+                active = [
+                    c
+                    for c in cells[shift:] + cells[:shift]
+                    if len(c[2].samples[path]) < min_reps or c[2].spent[path] < budget_s
+                ]
+                if not active:
+                    break
+                for size, steps, o in active:
+                    if path == "skip":
+                        step = steps[rng.randrange(size)]
+                    else:
+                        counter += 1
+                        step = StepKey.derive(f"fresh-{counter}", "step")
+                    t0 = time.perf_counter()
+                    result = o.runner.run(step, CHECKS, noop)
+                    elapsed = time.perf_counter() - t0
+                    if result.status != expect:
+                        raise RuntimeError(f"{o.kind} {path}: got {result.status}, expected {expect}")
+                    o.samples[path].append(elapsed)
+                    o.spent[path] += elapsed
+        results: dict[str, dict[str, Any]] = {str(size): {} for size in sizes}
+        for size, _steps, o in cells:
+            results[str(size)][o.kind] = {
+                "build_s": round(o.build_s, 3),
+                "verified": o.verified,
+                "skip": summarize(o.samples["skip"]),
+                "fresh": summarize(o.samples["fresh"]),
+            }
+        return results
+    finally:
+        for _size, _steps, o in cells:
+            o.close()
+
+
+def run(
+    workdir: Path,
+    sizes: list[int],
+    reps: int = 200,
+    min_reps: int = 10,
+    budget_s: float = 5.0,
+    verify: int = 100,
+    ledgers: tuple[str, ...] = LEDGERS,
+    keep: bool = False,
+) -> dict[str, Any]:
+    """Per-step overhead at every size; returns {"sizes": [...], "results": {size: {ledger: ...}}}."""
+    folder = workdir / "overhead"
+    try:
+        results = measure_all(folder, sizes, reps, min_reps, budget_s, verify, ledgers)
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+    for size in sizes:
+        for kind, cell in results[str(size)].items():
+            log(
+                f"overhead {size:>7} {kind:<9} skip {cell['skip']['median']:.3f} ms "
+                f"fresh {cell['fresh']['median']:.3f} ms (n={cell['skip']['n']}/{cell['fresh']['n']})"
+            )
+    return {
+        "sizes": sizes,
+        "ledgers": list(ledgers),
+        "reps": reps,
+        "min_reps": min_reps,
+        "budget_s": budget_s,
+        "interleaved": "every size and ledger in the same rounds",
+        "results": results,
+    }

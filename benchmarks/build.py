@@ -1,0 +1,136 @@
+"""Build large ledgers fast, without running the protocol N times, and check they read back.
+
+- gitledger: one ``git fast-import`` stream writes every intent blob and note blob and one commit on
+  each ledger ref, with exactly the paths :class:`~gitledger.gitstore.GitStore` writes (notes at
+  ``ab/cd/<rest of the intent oid>``, intents at ``ab/cd/<rest of the key digest>``), so the store
+  reads it as if the entries had been recorded one by one (in a packed repository, as after ``gc``).
+- JSON file and SQLite: one bulk write each.
+
+Every entry holds the two events a real ``created`` step leaves: ``attempting`` then ``done``.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import bench_env, git
+from gitledger.git import GitRepo
+from gitledger.gitstore import INTENTS_REF, NOTES_REF, GitStore, fanout, intent_bytes
+from gitledger.keys import StepKey, key_digest
+from gitledger.ledger import ATTEMPTING, DONE, Event, encode_event
+from gitledger.owner import Owner
+from gitledger.protocol import StepRunner, iso
+from gitledger.store import Intent, MemoryStore, Store
+
+BUILD_OWNER = Owner("bench-host", "bench-boot", 4242, "1", "0123456789abcdef")
+
+
+def make_steps(n: int, prefix: str = "entry") -> list[StepKey]:
+    """``n`` distinct step keys (the existing entries of a ledger of size ``n``)."""
+    return [StepKey.derive(f"{prefix}-{i}", "step") for i in range(n)]
+
+
+def entry_events(step: StepKey, at: float = 1_790_000_000.0) -> list[Event]:
+    """The events of a step that was claimed and then done (``created``), as the protocol writes."""
+    runner = StepRunner(MemoryStore(), BUILD_OWNER, clock=lambda: at)
+    claim = runner.event(step, ATTEMPTING, lease_until=iso(at + 900), checks=["ledger"])
+    done = runner.event(step, DONE, outcome="created")
+    return [claim, done]
+
+
+def _fast_import_stream(repo: GitRepo, steps: list[StepKey]) -> Iterator[bytes]:
+    ident = f"gitledger <gitledger@localhost> {int(time.time())} +0000"
+    intent_paths: list[tuple[int, str]] = []
+    note_paths: list[tuple[int, str]] = []
+    mark = 0
+    for step in steps:
+        intent = Intent.of(step)
+        raw_intent = intent_bytes(intent)
+        intent_oid = repo.hash_object("blob", raw_intent)[0]
+        note = b"".join(encode_event(e) for e in entry_events(step))
+        mark += 1
+        intent_paths.append((mark, "/".join(fanout(key_digest(step.key)))))
+        yield b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(raw_intent), raw_intent)
+        mark += 1
+        note_paths.append((mark, "/".join(fanout(intent_oid))))
+        yield b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(note), note)
+    for ref, paths, message in (
+        (INTENTS_REF, intent_paths, f"gitledger: intent bulk import of {len(steps)} entries"),
+        (NOTES_REF, note_paths, f"gitledger: done bulk import of {len(steps)} entries"),
+    ):
+        msg = message.encode() + b"\n"
+        head = f"commit {ref}\ncommitter {ident}\ndata {len(msg)}\n".encode() + msg
+        yield head
+        yield "".join(f"M 100644 :{m} {p}\n" for m, p in paths).encode()
+        yield b"\n"
+
+
+def build_git(repo_path: Path, steps: list[StepKey]) -> None:
+    """Write a ledger of ``steps`` (all done) into a repository whose ledger refs do not exist yet."""
+    with GitRepo.discover(repo_path) as repo:
+        if repo.read(NOTES_REF) is not None or repo.read(INTENTS_REF) is not None:
+            raise RuntimeError(f"{repo_path} already has a ledger; build into a fresh repository")
+        proc = subprocess.Popen(
+            ["git", "fast-import", "--quiet", "--done"],
+            cwd=repo_path,
+            stdin=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=bench_env(),
+        )
+        assert proc.stdin is not None
+        chunk: list[bytes] = []
+        size = 0
+        for part in _fast_import_stream(repo, steps):
+            chunk.append(part)
+            size += len(part)
+            if size > 1 << 20:
+                proc.stdin.write(b"".join(chunk))
+                chunk, size = [], 0
+        proc.stdin.write(b"".join(chunk) + b"done\n")
+        proc.stdin.close()
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        if proc.wait() != 0:
+            raise RuntimeError(f"git fast-import failed: {err.decode(errors='replace')}")
+
+
+def git_ledger_count(repo_path: Path) -> dict[str, int]:
+    """Entries under each ledger ref, counted by git itself."""
+    counts = {}
+    for name, ref in (("notes", NOTES_REF), ("intents", INTENTS_REF)):
+        listing = git("ls-tree", "-r", "--name-only", ref, cwd=repo_path)
+        counts[name] = len(listing.splitlines()) if listing else 0
+    return counts
+
+
+def build_items(steps: list[StepKey]) -> Iterator[tuple[Intent, list[Event]]]:
+    for step in steps:
+        yield Intent.of(step), entry_events(step)
+
+
+def verify_sample(store: Store, steps: list[StepKey], sample: int, seed: int = 7) -> dict[str, Any]:
+    """Load ``sample`` random keys through the store's own ``load``; each must be done (created)."""
+    rng = random.Random(seed)
+    chosen = rng.sample(steps, min(sample, len(steps)))
+    bad = []
+    for step in chosen:
+        folded = store.load(Intent.of(step)).folded
+        if folded.state != DONE or folded.done is None or folded.done.get("outcome") != "created":
+            bad.append(step.key)
+    if bad:
+        raise RuntimeError(f"built ledger does not read back: {len(bad)} keys wrong, e.g. {bad[0]}")
+    return {"sampled": len(chosen), "ok": True}
+
+
+def verify_git(repo_path: Path, steps: list[StepKey], sample: int) -> dict[str, Any]:
+    counts = git_ledger_count(repo_path)
+    if counts != {"notes": len(steps), "intents": len(steps)}:
+        raise RuntimeError(f"built ledger has {counts}, expected {len(steps)} of each")
+    with GitRepo.discover(repo_path) as repo:
+        result = verify_sample(GitStore(repo), steps, sample)
+    return {**result, "count": counts["notes"]}

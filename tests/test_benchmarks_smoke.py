@@ -1,0 +1,101 @@
+"""The benchmarks run and produce well-formed results (smallest configuration; nothing is timed here)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from benchmarks.ledgers import JsonFileStore, SqliteStore
+from gitledger.checks import LedgerCheck
+from gitledger.keys import StepKey
+from gitledger.protocol import ActionResult, StepRunner
+from gitledger.store import ANY_VERSION, Intent, Store
+
+
+@pytest.mark.parametrize("kind", ["json", "sqlite"])
+def test_baseline_ledgers_have_the_store_semantics(tmp_path: Path, kind: str) -> None:
+    store: Store = JsonFileStore(tmp_path / "l.json") if kind == "json" else SqliteStore(tmp_path / "l.db")
+    step = StepKey.derive("T", "s")
+    intent = Intent.of(step)
+    assert store.load(intent).version is None
+    v1 = store.append(intent, {"state": "attempting", "key": step.key}, None)
+    assert v1 is not None
+    assert store.append(intent, {"state": "attempting", "key": step.key}, None) is None  # lost the race
+    v2 = store.append(intent, {"state": "done", "key": step.key, "outcome": "created"}, v1)
+    assert v2 is not None and v2 != v1
+    assert store.append(intent, {"state": "done", "key": step.key}, v1) is None  # stale version
+    assert store.append(intent, {"state": "info", "key": step.key}, ANY_VERSION) is not None
+    entry = store.load(step.key)
+    assert entry.folded.state == "done" and len(entry.events) == 3
+    assert [e.key for e in store.entries()] == [step.key]
+    runner = StepRunner(store)
+    other = StepKey.derive("T", "other")
+    assert runner.run(other, [LedgerCheck()], lambda: ActionResult(ok=True)).status == "created"
+    assert runner.run(other, [LedgerCheck()], lambda: ActionResult(ok=True)).status == "skipped"
+    store.close()
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
+def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
+    from benchmarks import run
+
+    saved = dict(os.environ)
+    try:
+        out = tmp_path / "out"
+        assert run.main(["--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")]) == 0
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    data = json.loads((out / "report.json").read_text())
+    report = (out / "report.md").read_text()
+    assert report.startswith("# gitledger benchmark report")
+
+    overhead = data["overhead"]
+    for size in overhead["sizes"]:
+        for kind in ("gitledger", "sqlite", "json"):
+            cell = overhead["results"][str(size)][kind]
+            assert cell["verified"]["count"] == size and cell["verified"]["ok"]
+            for path in ("skip", "fresh"):
+                assert cell[path]["n"] >= 2 and _finite(cell[path]["median"]) and _finite(cell[path]["p90"])
+
+    process = data["process"]["results"]
+    assert set(process) == {"floor", "skip", "skip_typer", "fresh"}
+    assert all(_finite(v["median"]) and _finite(v["x_floor"]) for v in process.values())
+
+    conc = data["concurrency"]["results"]
+    for kind in ("gitledger", "sqlite", "json", "gitledger-noflock"):
+        for p, cell in conc[kind].items():
+            assert cell["verified_entries"] == int(p) * data["concurrency"]["steps_per_worker"]
+            assert _finite(cell["steps_per_s"]) and cell["key_cas_losses"] == 0
+            assert kind == "gitledger-noflock" or cell["gave_up"] == 0
+    assert conc["gitledger"]["2"]["ref_cas_retries"] >= 0
+
+    # the hooks run whatever of sync and audit is on this branch, and must not fail on it
+    root = Path(run.__file__).resolve().parent.parent
+    has_sync = (root / "benchmarks" / "bench_sync.py").exists()
+    has_audit = (root / "gitledger" / "cli" / "audit.py").exists()
+    assert data["sync"]["status"] == ("measured" if has_sync else "pending"), data["sync"]
+    assert data["audit"]["status"] == ("measured" if has_audit else "pending"), data["audit"]
+
+    profile = data["profile"]
+    for path in ("skip", "fresh"):
+        assert profile["in_process"][path]["top_own"] and _finite(profile["in_process"][path]["per_step_ms"])
+    assert profile["importtime"]["total_import_ms"] > 0
+    assert any(row["module"].startswith("gitledger") for row in profile["importtime"]["gitledger_cum"])
+
+    assert {t["target"] for t in data["targets"]} >= {
+        "run-step skip path median < 150 ms (issue 2)",
+        "run-step skip path ≤ 5x floor (issue 8)",
+    }
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return
+    assert (out / "overhead.png").stat().st_size > 1000 and "overhead.png" in report
