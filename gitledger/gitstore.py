@@ -173,10 +173,11 @@ class GitStore:
             # trees in C, where parsing a 256-entry fan-out tree in Python costs ~150 us, so a read
             # stays flat as the ledger grows. No note there (a new key, another fan-out, a damaged
             # ref): the general walk below, which also reports what is wrong.
+            # A damaged or empty note falls through too, so that it is reported as corrupt.
             try:
                 found = self.repo.read(f"{NOTES_REF}:{'/'.join(fanout(intent_oid))}")
             except DamagedObjectError:
-                found = None  # the general walk reports it as this entry's corruption
+                found = None
             if found is not None and found[1] == "blob":
                 events, bad = parse_events(found[2])
                 if events or bad:

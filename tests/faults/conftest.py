@@ -29,9 +29,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not path:
         return
     git_version = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False).stdout
+    root = Path(__file__).resolve().parents[2]
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "gitledger"], cwd=root, capture_output=True)
     data: dict[str, Any] = {
         "generated": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "size": os.environ.get(STRESS_ENV) or "default",
+        "commit": head.stdout.strip() + (" (with local changes)" if dirty.stdout.strip() else ""),
         "git": git_version.strip(),
         "python": platform.python_version(),
         "cpus": os.cpu_count(),

@@ -63,7 +63,8 @@ def render(data: dict[str, Any]) -> str:
         "|---|---:|",
         *(f"| {label} | {value(figures, spec)} |" for label, spec in ROWS),
         "",
-        f"Run: {data.get('generated')}, size `{data.get('size')}`, {data.get('git')}, "
+        f"Run: {data.get('generated')}, commit {data.get('commit', '?')}, size `{data.get('size')}`, "
+        f"{data.get('git')}, "
         f"Python {data.get('python')}, {data.get('cpus')} CPUs; tests in tests/faults: "
         f"{tests.get('passed', 0)} passed, {tests.get('failed', 0)} failed, "
         f"{tests.get('skipped', 0)} skipped.",
