@@ -33,6 +33,7 @@ from gitledger.errors import ConfigError
 from gitledger.keys import Names
 
 FILENAME = ".gitledger.yml"
+_SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 
 
@@ -180,7 +181,15 @@ def parse(text: str, path: Path) -> Config:
                 raise r.fail(gh["repo"], f"github.repo {repo!r} must look like OWNER/NAME")
             settings["github_repo"] = repo
         if "api_url" in gh:
-            settings["github_api_url"] = r.string(gh["api_url"], "github.api_url")
+            url = r.string(gh["api_url"], "github.api_url")
+            if not _SAFE_API_URL.match(url):
+                # the token is sent there: a committed file must not send it in clear text elsewhere
+                raise r.fail(
+                    gh["api_url"],
+                    f"github.api_url {url!r} must be an https:// URL (http:// only to localhost/127.0.0.1); "
+                    "use GITHUB_API_URL for anything else",
+                )
+            settings["github_api_url"] = url
     if "steps" in top:
         steps: dict[str, StepConfig] = {}
         for name, node in r.mapping(top["steps"], "steps", ()).items():

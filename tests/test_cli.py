@@ -215,6 +215,7 @@ def test_config_defaults_per_step(repo: Path, tmp_path: Path):
         ("lease: -1\n", "line 1: lease must be a positive number"),
         ("prefixes:\n  label: " + "x" * 40 + "\n", "label prefix"),
         ("github:\n  repo: not-a-repo\n", "must look like OWNER/NAME"),
+        ("github:\n  api_url: http://evil.example/api\n", "line 2: github.api_url 'http://evil.example"),
         ("- a\n- b\n", "the file must be a mapping"),
     ],
 )
