@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitledger.errors import ConfigError
+from gitledger.errors import ConfigError, UsageError
 from gitledger.keys import Names
 
 FILENAME = ".gitledger.yml"
@@ -169,9 +169,7 @@ def parse(text: str, path: Path) -> Config:
                 branch_prefix=values.get("branch", Names.branch_prefix),
                 label_prefix=values.get("label", Names.label_prefix),
             )
-        except ConfigError:
-            raise
-        except Exception as exc:
+        except UsageError as exc:  # Names validates the prefixes
             raise r.fail(top["prefixes"], str(exc)) from exc
     if "github" in top:
         gh = r.mapping(top["github"], "github", ("repo", "api_url"))
