@@ -585,6 +585,9 @@ def read_ledger(repo: GitRepo) -> LedgerView | None:
 
 def stuck_entries(ledger: LedgerView, held: Callable[[Event], bool]) -> list[dict[str, Any]]:
     """Entries left ``attempting`` by an owner that is gone or whose lease ran out."""
+    from gitledger.owner import Owner
+
+    here = Owner.current()
     stuck = []
     for entry in ledger.entries:
         folded = entry.folded
@@ -594,7 +597,8 @@ def stuck_entries(ledger: LedgerView, held: Callable[[Event], bool]) -> list[dic
         if held(claim):
             continue
         owner = claim.get("owner") or {}
-        here = os.uname().nodename
+        known = Owner.from_json(owner)
+        same_machine = known is not None and known.same_machine(here)
         stuck.append(
             {
                 "key": entry.key,
@@ -603,7 +607,7 @@ def stuck_entries(ledger: LedgerView, held: Callable[[Event], bool]) -> list[dic
                 "claimed_at": claim.get("at"),
                 "lease_until": claim.get("lease_until"),
                 "owner": {"host": owner.get("host"), "pid": owner.get("pid")},
-                "reason": "owner is dead" if owner.get("host") == here else "lease expired",
+                "reason": "owner is dead" if same_machine else "lease expired",
             }
         )
     return stuck

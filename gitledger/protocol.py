@@ -45,7 +45,7 @@ from gitledger.errors import (
 )
 from gitledger.keys import StepKey
 from gitledger.ledger import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
-from gitledger.owner import Owner, is_dead
+from gitledger.owner import Owner, claims_running, is_dead
 from gitledger.store import ANY_VERSION, Intent, Store
 
 CREATED = "created"
@@ -186,6 +186,7 @@ class StepRunner:
         self.owner = owner or Owner.current()
         self.clock = clock
         self.arbiter = arbiter
+        self._running: tuple[float, set[str]] | None = None
 
     # -- events ------------------------------------------------------------------------------------
 
@@ -212,12 +213,22 @@ class StepRunner:
     def held(self, claim: Event) -> bool:
         """Is this claim still held by a live owner?"""
         owner = Owner.from_json(claim.get("owner"))
-        if owner is not None and owner.host == self.owner.host:
-            return not is_dead(owner, self.owner)
+        if owner is not None and owner.same_machine(self.owner):
+            return not is_dead(owner, self.owner) or self._command_runs(claim)
         until = parse_iso(claim.get("lease_until"))
         if until is None:  # no deadline: locked, never expired
             return True
         return self.clock() < until
+
+    def _command_runs(self, claim: Event) -> bool:
+        """Does a process of this machine still carry the claim (its command outlived the owner)?"""
+        ident = claim.get("id")
+        if not isinstance(ident, str) or not ident:
+            return False
+        now = time.monotonic()
+        if self._running is None or now - self._running[0] > 0.5:
+            self._running = (now, claims_running())
+        return ident in self._running[1]
 
     def holder(self, folded: Folded) -> Event | None:
         """The open claim that a live owner holds, if any (a merged entry may hold several)."""

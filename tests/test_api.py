@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def dead_claim(ledger: Ledger, step_key: StepKey) -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     here = Owner.current()
-    owner = Owner(here.host, here.boot, proc.pid, "0", "dead").to_json()
+    owner = replace(here, pid=proc.pid, start="0", session="dead").to_json()
     event = {"state": ATTEMPTING, "key": step_key.key, "owner": owner, "lease_until": iso(2e9)}
     ledger.store.append(Intent.of(step_key), event, None)
 

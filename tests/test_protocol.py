@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -52,7 +53,7 @@ def dead_local_claim() -> dict[str, object]:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     here = Owner.current()
-    owner = Owner(here.host, here.boot, proc.pid, "0", "dead")
+    owner = replace(here, pid=proc.pid, start="0", session="dead")
     return {"state": ATTEMPTING, "key": STEP.key, "owner": owner.to_json(), "lease_until": iso(2e9)}
 
 
