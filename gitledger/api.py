@@ -361,6 +361,7 @@ class StepContext:
             self.status = STATUS_FAILED
             self.message = f"{type(exc).__name__}: {exc}"
             return
+        claim.stop_renewal()  # left open as after a crash: no heartbeat may keep it held
         self.status = "unfinished"
         message = (
             f"the block of step {self.key} should have made the effect but ended without s.done(); "

@@ -13,6 +13,7 @@ Exit codes (the CLI contract):
  3    unconfirmed: a ledger-only step was left attempting
  75   in_progress: another live owner holds the step
  N    the guarded command's own non-zero exit code
+ 129  interrupted by SIGHUP; 130 by SIGINT (Ctrl-C); 143 by SIGTERM (128 + the signal)
 ====  ==========================================================
 """
 
@@ -71,3 +72,16 @@ class CheckError(GitledgerError):
 
 class ConflictError(GitledgerError):
     """A compare-and-swap kept losing against concurrent writers."""
+
+
+class Interrupted(BaseException):
+    """SIGINT, SIGTERM or SIGHUP reached the CLI outside the guarded command's run.
+
+    A ``BaseException`` like KeyboardInterrupt (no ``except Exception`` swallows it), but its own class:
+    the CLI framework turns KeyboardInterrupt into a silent exit 130, and this one must reach
+    :func:`gitledger.cli.main` to be reported in one line with the right exit code.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -5,6 +5,8 @@ variable unset (production) :func:`point` is a dictionary lookup and nothing els
 
 - ``before-claim``: reality was queried and found absent, the claim is not written yet
 - ``after-claim``: the claim is recorded, the action has not started
+- ``fork-window``: the command's process exists but has not bound itself to us yet (no death signal):
+  the child kills gitledger (SIGKILL), then goes on; it must notice that nobody waits for it
 - ``during-effect``: the action's process has started (the command is killed with us)
 - ``after-effect``: the action finished successfully, ``done`` is not recorded yet
 - ``during-done``: the ``done`` objects are written, the ref is not moved yet
@@ -15,9 +17,20 @@ from __future__ import annotations
 import os
 import signal
 
-POINTS = ("before-claim", "after-claim", "during-effect", "after-effect", "during-done")
+POINTS = ("before-claim", "after-claim", "fork-window", "during-effect", "after-effect", "during-done")
 
 
 def point(name: str) -> None:
     if os.environ.get("GITLEDGER_FAULT") == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_parent(parent: int) -> None:  # pragma: no cover - runs in a forked child
+    """``fork-window``: SIGKILL ``parent`` from its child and wait (bounded) until the child is orphaned."""
+    import time
+
+    os.kill(parent, signal.SIGKILL)
+    for _ in range(5000):
+        if os.getppid() != parent:
+            return
+        time.sleep(0.001)

@@ -42,6 +42,7 @@ class CatFile:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=git_env(),
+            process_group=0,  # not in the terminal's group: Ctrl-C is for gitledger, which then still writes
         )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._in: IO[bytes] = self._proc.stdin
@@ -112,6 +113,7 @@ class RefUpdater:
             stdout=subprocess.PIPE,
             stderr=self._err,
             env=git_env(),
+            process_group=0,  # as CatFile: the terminal's signals must not stop a transaction
         )
         return self._proc
 

@@ -8,7 +8,12 @@ events gives the entry's state:
   ``failed``: the action itself failed and may be retried; ``forgotten``: a tombstone written by
   ``resolve --forget`` that retires everything before it (entries are never deleted without trace).
 - Events of kind ``info`` explain something (a check that could not query reality) and never change
-  the state.
+  the state. One kind of ``info`` is a heartbeat: ``renews: <claim id>`` with a new ``lease_until``,
+  written by the claim's owner while its command runs; the fold extends that claim's lease (never
+  shortens it; only heartbeats of the claim's own session count).
+- A ``failed`` event with ``interrupted`` (a signal name) closes a claim whose command was stopped by
+  a signal: whether the effect happened is unknown, so the next run queries reality, or (a ledger-only
+  step) follows its ``on_unconfirmed`` policy (``Folded.interrupted``).
 
 The fold is deterministic for any union of two clones' events: ``done`` wins over ``attempting`` and
 ``failed`` until a later ``forgotten``; two ``created`` outcomes since the last tombstone mark the entry
@@ -97,7 +102,8 @@ class Folded:
     last: Event | None = None  # the last state-changing event
     created: int = 0  # done events with outcome "created" since the last tombstone
     corrupt: list[BadLine] = field(default_factory=list)
-    claims: list[Event] = field(default_factory=list)  # every open claim, oldest first
+    claims: list[Event] = field(default_factory=list)  # every open claim, oldest first (leases renewed)
+    interrupted: Event | None = None  # state failed by an interrupt: whether the effect exists is unknown
 
     @property
     def duplicate(self) -> bool:
@@ -125,6 +131,37 @@ def _ids(value: Any) -> list[str] | None:
     return None
 
 
+_ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+
+
+def _renewals(events: list[Event]) -> dict[str, tuple[str, Any]]:
+    """Claim id -> (latest renewed lease_until, the renewing owner's session), from heartbeat events."""
+    found: dict[str, tuple[str, Any]] = {}
+    for event in events:
+        ident, until = event.get("renews"), event.get("lease_until")
+        if event.get("state") != INFO or not isinstance(ident, str) or not isinstance(until, str):
+            continue
+        if _ISO.match(until) and (ident not in found or until > found[ident][0]):
+            owner = event.get("owner")
+            found[ident] = (until, owner.get("session") if isinstance(owner, dict) else None)
+    return found
+
+
+def _renewed(claim: Event, renewals: dict[str, tuple[str, Any]]) -> Event:
+    """The claim with the lease its owner renewed (heartbeats of the same session only, never shorter;
+    a claim without a deadline stays without one)."""
+    renewal = renewals.get(event_id(claim))
+    until = claim.get("lease_until")
+    if renewal is None or not isinstance(until, str):
+        return claim
+    owner = claim.get("owner")
+    if not isinstance(owner, dict) or owner.get("session") != renewal[1]:
+        return claim
+    if _ISO.match(until) and until >= renewal[0]:
+        return claim
+    return {**claim, "lease_until": renewal[0], "renewed": True}
+
+
 def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
     """Fold events in stored order into a :class:`Folded` state.
 
@@ -132,6 +169,7 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
     by ``gitledger resolve``) supersedes them.
     """
     events = list(events)
+    renewals = _renewals(events)
     # Claims closed by id, wherever the closing event sits: the order of a merged history must not matter.
     closed: set[str] = set()
     for event in events:
@@ -140,7 +178,7 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
             closed.update(named)
     result = Folded()
     open_claims: dict[str, Event] = {}
-    failed = False
+    failed: Event | None = None
     pending_bad = sorted(bad or [], key=lambda b: b.number)
     for event in events:
         state = event["state"]
@@ -150,7 +188,7 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
         if state == FORGOTTEN:
             result = Folded(state=NONE, last=event)
             open_claims = {}
-            failed = False
+            failed = None
             pending_bad = [b for b in pending_bad if b.number > line]
             continue
         result.last = event
@@ -170,17 +208,19 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
             open_claims[event_id(event)] = event
         elif state == FAILED:
             if not event.get("withdrawn"):
-                failed = True
+                failed = event
             if _ids(event.get("claim")) is None:
                 open_claims = {}
-    result.claims = [c for ident, c in open_claims.items() if ident not in closed]
+    result.claims = [_renewed(c, renewals) for ident, c in open_claims.items() if ident not in closed]
     if result.done is not None:
         result.state = DONE
     elif result.claims:
         result.state = ATTEMPTING
         result.claim = result.claims[-1]
-    elif failed:
+    elif failed is not None:
         result.state = FAILED
+        if failed.get("interrupted"):
+            result.interrupted = failed
     result.corrupt = pending_bad
     return result
 
@@ -218,7 +258,9 @@ class Entry:
             "task": self.field("task"),
             "step": self.field("step"),
             "state": "corrupt" if folded.corrupt else folded.state,
-            "outcome": folded.done.get("outcome") if folded.done else None,
+            "outcome": folded.done.get("outcome")
+            if folded.done
+            else ("interrupted" if folded.interrupted else None),
             "ref": folded.ref,
             "updated_at": last.get("at"),
             "events": len(self.events),

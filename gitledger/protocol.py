@@ -27,7 +27,9 @@ This module depends on the store and check interfaces only: no git, no CLI, no G
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,7 @@ from gitledger.errors import (
 from gitledger.keys import StepKey
 from gitledger.ledger import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
 from gitledger.owner import Owner, claims_running, is_dead
+from gitledger.renewal import ClaimLostError, Renewal, interval_for
 from gitledger.store import ANY_VERSION, Intent, Store
 
 CREATED = "created"
@@ -54,6 +57,7 @@ ALREADY_EXISTED = "already_existed"
 IN_PROGRESS = "in_progress"
 UNCONFIRMED = "unconfirmed"
 STATUS_FAILED = "failed"
+INTERRUPTED = "interrupted"
 
 ON_UNCONFIRMED = ("fail", "retry", "skip")
 DEFAULT_LEASE = 900.0
@@ -108,6 +112,7 @@ class ActionResult:
     ref: str | None = None
     message: str | None = None
     result: Any = None  # a JSON value, recorded with done and replayed on skip
+    interrupted: int = 0  # the signal that interrupted the action (0: none); its effect is then unknown
 
 
 @dataclass
@@ -143,6 +148,13 @@ class Claim:
     fingerprint: str | None = None
     claim_id: str | None = None  # the id of our attempting event; outcomes close it
     warnings: tuple[str, ...] = ()  # what the arbiter said while confirming the claim
+    lease: float = DEFAULT_LEASE
+    queries_reality: bool = False
+    renewal: Renewal | None = field(default=None, compare=False, repr=False)  # heartbeats, until finished
+
+    def stop_renewal(self) -> list[str]:
+        """Stop the heartbeats (an outcome is about to close the claim, or it is left open on purpose)."""
+        return self.renewal.stop() if self.renewal is not None else []
 
 
 @dataclass(frozen=True)
@@ -163,8 +175,13 @@ class Arbiter(Protocol):
     :class:`~gitledger.errors.GitledgerError` when it cannot decide (e.g. the remote is unreachable
     and offline work is not allowed); the runner then withdraws the claim and fails closed.
 
-    ``publish`` is called after an outcome was recorded; it is best effort and returns a warning
-    for the user, or None.
+    ``publish`` is called after an outcome was recorded (and after each heartbeat of a running claim);
+    it is best effort and returns a warning for the user, or None.
+
+    Optional methods, looked up by name: ``prepare()`` runs once before the runner writes anything for
+    a step that is not done (validate settings: nothing may be written on a usage error);
+    ``refresh(intent)`` brings the arbiter's newest view of the entry into the local store before the
+    runner answers from a gone owner's claim (so a stale view never yields a false ``unconfirmed``).
     """
 
     def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict: ...
@@ -181,8 +198,10 @@ class StepRunner:
         owner: Owner | None = None,
         clock: Callable[[], float] = time.time,
         arbiter: Arbiter | None = None,
+        renew: bool = True,
     ) -> None:
         self.store = store
+        self.renew_claims = renew
         self.owner = owner or Owner.current()
         self.clock = clock
         self.arbiter = arbiter
@@ -307,18 +326,25 @@ class StepRunner:
         checks: Sequence[Check],
         policy: StepPolicy | None = None,
         fingerprint: str | None = None,
+        *,
+        heartbeat: bool = True,
     ) -> StepResult | Claim:
         """Decide what to do; when the step must act, record our claim and return it.
 
         The caller then makes the effect and reports it with :meth:`finish` (or :meth:`fail`), as
         :meth:`act` does for a callable. Callers that cannot pass the effect as a callable (a ``with``
         block, a coroutine) use this split; the decisions stay here.
+
+        The claim's lease is renewed by heartbeats (:mod:`gitledger.renewal`) from now until
+        :meth:`finish` or :meth:`fail`; with ``heartbeat=False`` the caller starts them itself with
+        ``claim.renewal.start()`` (e.g. only after forking the command: no thread across a fork).
         """
         policy = policy or StepPolicy()
         intent = Intent.of(step)
         queries_reality = any(c.queries_reality for c in checks)
         specs = [c.spec for c in checks]
         warnings: list[str] = []
+        prepared = False
         for _ in range(MAX_DECISIONS):
             entry = self.load(step, fingerprint)
             folded: Folded = entry.folded
@@ -327,30 +353,30 @@ class StepRunner:
                 return self._warn(
                     StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result")), warnings
                 )
+            if self.arbiter is not None and not prepared:
+                prepared = True
+                prepare = getattr(self.arbiter, "prepare", None)
+                if prepare is not None:
+                    prepare()  # a bad setting (no such remote) is reported before anything is written
             if folded.state == ATTEMPTING:
                 assert folded.claim is not None
                 holder = self.holder(folded)
                 if holder is not None:
                     return self._warn(self.in_progress(step, holder), warnings)
-                if not queries_reality:
-                    if policy.on_unconfirmed == "fail":
-                        if self.store.load(intent).version != entry.version:
-                            continue  # the owner was seen gone after the read: it may have finished
-                        return StepResult(
-                            UNCONFIRMED,
-                            step.key,
-                            exit_code=EXIT_UNCONFIRMED,
-                            message=(
-                                f"{step.key} was started by a process that is gone and nothing can "
-                                "confirm whether it finished; after checking by hand run "
-                                f"'gitledger resolve {step.key} --done' or '--forget'"
-                            ),
-                        )
-                    if policy.on_unconfirmed == "skip":
-                        assumed = self.event(step, DONE, outcome="assumed", fingerprint=fingerprint)
-                        if self.store.append(intent, assumed, entry.version) is None:
-                            continue
-                        return StepResult(SKIPPED, step.key, message="unconfirmed step assumed done")
+            unknown = folded.state == ATTEMPTING or folded.interrupted is not None
+            if unknown and not queries_reality:
+                if self._refresh(intent, entry):
+                    continue  # the entry changed meanwhile (here or on the remote): decide again
+                if policy.on_unconfirmed == "fail":
+                    return self._unconfirmed(step, folded)
+                if policy.on_unconfirmed == "skip":
+                    assumed = self.event(step, DONE, outcome="assumed", fingerprint=fingerprint)
+                    if self.store.append(intent, assumed, entry.version) is None:
+                        continue
+                    self._publish(warnings)
+                    return self._warn(
+                        StepResult(SKIPPED, step.key, message="unconfirmed step assumed done"), warnings
+                    )
             if queries_reality:
                 found = self.query(step, checks)
                 if found is not None:
@@ -377,8 +403,77 @@ class StepRunner:
             faults.point("after-claim")
             if self.arbiter is not None and not self._arbitrate(step, intent, entry, claim, warnings):
                 continue
-            return Claim(step, fingerprint, claim["id"], tuple(warnings))
+            renewal = None
+            if self.renew_claims:
+                renew = functools.partial(self.renew, step, claim["id"], policy.lease)
+                renewal = Renewal(renew, interval_for(policy.lease), f"gitledger-renew-{step.key}"[:60])
+                if heartbeat:
+                    renewal.start()
+            return Claim(
+                step, fingerprint, claim["id"], tuple(warnings), policy.lease, queries_reality, renewal
+            )
         raise ConflictError(f"could not decide {step.key}: the entry kept changing; try again")
+
+    def _refresh(self, intent: Intent, entry: Entry) -> bool:
+        """Before answering from a gone owner's claim: has the entry changed since it was read?
+
+        The owner may have finished after the read (its outcome is then in the store), and in remote
+        claim mode its outcome may be on the remote only: the arbiter fetches it first.
+        """
+        if self.arbiter is not None:
+            refresh = getattr(self.arbiter, "refresh", None)
+            if refresh is not None:
+                refresh(intent)
+        return self.store.load(intent).version != entry.version
+
+    def _unconfirmed(self, step: StepKey, folded: Folded) -> StepResult:
+        if folded.interrupted is not None:
+            what = f"was interrupted ({folded.interrupted.get('interrupted')}) while its command ran"
+        else:
+            what = "was started by a process that is gone"
+        return StepResult(
+            UNCONFIRMED,
+            step.key,
+            exit_code=EXIT_UNCONFIRMED,
+            message=(
+                f"{step.key} {what} and nothing can confirm whether it finished; after checking by "
+                f"hand run 'gitledger resolve {step.key} --done' or '--forget'"
+            ),
+        )
+
+    def renew(self, step: StepKey, claim_id: str, lease: float) -> str | None:
+        """One heartbeat: move our open claim's lease to now + ``lease``; publish it in remote mode.
+
+        Raises :class:`ClaimLostError` when the claim is no longer open (another owner took it over or
+        the entry was settled); returns the arbiter's warning, if any.
+        """
+        intent = Intent.of(step)
+        for _ in range(MAX_DECISIONS):
+            entry = self.store.load(intent)
+            self._still_ours(step, entry.folded, claim_id)
+            beat = self.event(step, INFO, renews=claim_id, lease_until=iso(self.clock() + lease))
+            if self.store.append(intent, beat, entry.version) is not None:
+                break
+        else:
+            raise ConflictError(f"could not renew the claim of {step.key}: the entry kept changing")
+        if self.arbiter is None:
+            return None
+        warning = self.arbiter.publish()
+        self._still_ours(step, self.store.load(intent).folded, claim_id)
+        return warning
+
+    @staticmethod
+    def _still_ours(step: StepKey, folded: Folded, claim_id: str) -> None:
+        if any(c.get("id") == claim_id for c in folded.claims):
+            return
+        by = folded.claims[-1] if folded.claims else folded.last or {}
+        owner = by.get("owner") or {}
+        raise ClaimLostError(
+            f"the claim of this run on {step.key} was closed by another owner (pid {owner.get('pid')} on "
+            f"{owner.get('host')}, {by.get('state')} at {by.get('at')}) while the command ran: its lease "
+            "had run out where they looked, so the effect may now exist twice; see "
+            f"'gitledger show {step.key}'"
+        )
 
     def withdraw(self, step: StepKey, claim: Event, message: str) -> None:
         """Give our own claim back (never anyone else's): it closes the claim without a failure."""
@@ -422,14 +517,23 @@ class StepRunner:
         return self.finish(claim, outcome)
 
     def fail(self, claim: Claim, exc: BaseException) -> None:
-        """Record that the action under ``claim`` raised (``failed``: retryable)."""
+        """Record that the action under ``claim`` raised: ``failed`` (retryable) for an error; for an
+        interruption (KeyboardInterrupt, cancellation, SystemExit: not an ``Exception``) the effect is
+        unknown, so the failure is marked ``interrupted`` and the next run queries reality first."""
+        claim.stop_renewal()
         message = f"{type(exc).__name__}: {exc}"[:2000]
-        self.record(claim.step, self.event(claim.step, FAILED, claim=claim.claim_id, message=message))
+        interrupted = None if isinstance(exc, Exception) else type(exc).__name__
+        self.record(
+            claim.step,
+            self.event(claim.step, FAILED, claim=claim.claim_id, message=message, interrupted=interrupted),
+        )
 
     def finish(self, claim: Claim, outcome: ActionResult) -> StepResult:
         """Record the outcome the action under ``claim`` reported."""
         step, fingerprint, claim_id = claim.step, claim.fingerprint, claim.claim_id
-        warnings = list(claim.warnings)
+        warnings = list(claim.warnings) + claim.stop_renewal()
+        if outcome.interrupted and not outcome.ok:
+            return self._interrupted(claim, outcome, warnings)
         if outcome.ok:
             faults.point("after-effect")
             done = self.event(
@@ -443,7 +547,14 @@ class StepRunner:
             )
             self.record(step, done)
             self._publish(warnings)
-            return self._warn(StepResult(CREATED, step.key, ref=outcome.ref, result=outcome.result), warnings)
+            result = StepResult(CREATED, step.key, ref=outcome.ref, result=outcome.result)
+            if outcome.interrupted:
+                result.exit_code = 128 + outcome.interrupted
+                result.message = (
+                    f"interrupted by {_signal_name(outcome.interrupted)}; the command had finished: "
+                    "its effect is recorded"
+                )
+            return self._warn(result, warnings)
         failed = self.event(
             step,
             FAILED,
@@ -462,6 +573,42 @@ class StepRunner:
             ),
             warnings,
         )
+
+    def _interrupted(self, claim: Claim, outcome: ActionResult, warnings: list[str]) -> StepResult:
+        """Close our claim as interrupted: the command was stopped by a signal, its effect is unknown."""
+        name = _signal_name(outcome.interrupted)
+        event = self.event(
+            claim.step,
+            FAILED,
+            interrupted=name,
+            exit_code=outcome.exit_code,
+            message=(outcome.message or "")[:2000] or None,
+            claim=claim.claim_id,
+        )
+        self.record(claim.step, event)
+        self._publish(warnings)
+        if claim.queries_reality:
+            then = "the next run queries reality (the step's checks) before acting"
+        else:
+            then = "the next run follows the step's on_unconfirmed policy (fail: it answers unconfirmed)"
+        return self._warn(
+            StepResult(
+                INTERRUPTED,
+                claim.step.key,
+                exit_code=128 + outcome.interrupted,
+                message=(
+                    f"interrupted by {name} while the command ran; whether it took effect is unknown: {then}"
+                ),
+            ),
+            warnings,
+        )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 SETTLED_DONE = "done"

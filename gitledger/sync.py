@@ -470,10 +470,23 @@ class RemoteArbiter:
         self.allow_offline = allow_offline
         self._checked = False
 
-    def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict:
+    def prepare(self) -> None:
+        """Check the remote's name before the runner writes anything (once)."""
         if not self._checked:
             check_remote(self.store.repo, self.remote)
             self._checked = True
+
+    def refresh(self, intent: Intent) -> None:
+        """Fetch and merge the remote ledger, so a decision on a gone owner's claim sees its outcome
+        if it reached the remote. Unreachable: nothing to add (the caller decides on what it has)."""
+        try:
+            with self.store.repo.lock(SYNC_LOCK):
+                self.sync.merge(self.sync.fetch())
+        except RemoteUnavailableError:
+            pass
+
+    def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict:
+        self.prepare()
         line = encode_event(claim).rstrip(b"\n")
         known = self._version_lines(seen.version) | {line}
         intent_oid = self.store.intent_oid(intent)

@@ -98,7 +98,8 @@ def test_machine_id_override_is_hashed_and_cannot_join_another_boot() -> None:
 
 
 def _start(repo: Path, counter: Path, machine: str, seconds: float, *extra: str) -> subprocess.Popen[str]:
-    script = f'sleep {seconds}; echo x >> "{counter}"'
+    # exec: the command is the sleep itself, so it dies with its gitledger (no grandchild outlives it)
+    script = f"exec sleep {seconds}" if seconds >= 30 else f'sleep {seconds}; echo x >> "{counter}"'
     return subprocess.Popen(
         gitledger_argv("run-step", "-t", "T-1", "-s", "deploy", *extra, "--json", "--", "sh", "-c", script),
         cwd=repo,

@@ -7,14 +7,58 @@ imported inside the commands that need them so that ``run-step`` on a done key s
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError, Interrupted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
+    restore = _catch_signals()
+    try:
+        return _main(args)
+    except (Interrupted, KeyboardInterrupt) as exc:
+        import signal
+
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        print(f"gitledger: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
+    finally:
+        restore()
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _catch_signals() -> Callable[[], None]:
+    """SIGINT, SIGTERM and SIGHUP end the CLI with one line and 128 + the signal, never silently.
+
+    While a guarded command runs, :mod:`gitledger.command` takes these signals itself (and forwards
+    them); anywhere else, the exception stops gitledger at that point, which every write tolerates
+    (the same as a crash, without losing the message).
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None  # only the main thread may set handlers (main() called from a thread)
+    before = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        handler = signal.getsignal(signum)
+        if handler in (signal.SIG_DFL, signal.default_int_handler):  # an ignored signal stays ignored
+            before[signum] = handler
+            signal.signal(signum, _raise_interrupted)
+
+    def restore() -> None:  # for callers of main() inside a longer-lived process
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+    return restore
+
+
+def _main(args: list[str]) -> int:
     from gitledger.fastpath import try_skip
 
     skipped = try_skip(args)
@@ -36,9 +80,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("gitledger: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         # click's usage errors (vendored by typer) carry format_message() and exit_code.
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):

@@ -8,7 +8,7 @@ from typing import Any, TextIO, cast
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.errors import UsageError
+from gitledger.errors import EXIT_IN_PROGRESS, GitledgerError, UsageError
 
 
 def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
@@ -128,10 +128,19 @@ def resolve_command(
     forget: bool = typer.Option(
         False, "--forget", help="Retire the entry with a tombstone; the next run-step acts again."
     ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="With --forget: retire the entry even while a live owner holds its claim (its command runs).",
+    ),
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
-    """Settle an entry by hand: mark it done, or forget it so the step runs again. Nothing is deleted."""
+    """Settle an entry by hand: mark it done, or forget it so the step runs again. Nothing is deleted.
+
+    --forget refuses (exit 75) while a live owner holds the entry's claim: the next run would act while
+    the first command still runs. Wait for it, or pass --force when you know it is gone.
+    """
     from gitledger.keys import Names, StepKey
     from gitledger.ledger import DONE, FORGOTTEN
     from gitledger.protocol import StepRunner
@@ -142,6 +151,8 @@ def resolve_command(
         raise UsageError("give exactly one of --done and --forget")
     if ref is not None and not done:
         raise UsageError("--ref goes with --done")
+    if force and not forget:
+        raise UsageError("--force goes with --forget")
     with open_workspace(repo) as ws:
         _load(ws, key)
         intent = ws.store.intent(key)
@@ -149,6 +160,16 @@ def resolve_command(
             raise UsageError(f"no intent recorded for {key}; the ledger's intents ref is damaged")
         step = StepKey(intent.task, intent.step, intent.digest, Names())
         runner = StepRunner(ws.store)
+        holder = runner.holder(ws.store.load(intent).folded) if forget and not force else None
+        if holder is not None:
+            owner = holder.get("owner") or {}
+            raise GitledgerError(
+                f"{key} is held by a live owner (pid {owner.get('pid')} on {owner.get('host')}, lease until "
+                f"{holder.get('lease_until', 'no deadline')}): forgetting it now would let the next run act "
+                "while that command still runs; wait for it to finish, or pass --force if you know it is "
+                "gone",
+                exit_code=EXIT_IN_PROGRESS,
+            )
         if done:
             event = runner.event(step, DONE, outcome="resolved", ref=ref, by="resolve")
         else:

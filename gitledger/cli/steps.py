@@ -76,7 +76,8 @@ def run_step_command(
     """Run COMMAND once per intent: skip it when done, detect what already exists, never run it twice.
 
     Statuses and exit codes: created, skipped, already_existed (0); in_progress (75); unconfirmed (3);
-    failed (the command's own exit code); usage or configuration error (2). The command gets
+    failed (the command's own exit code); interrupted (130, 143, 129: SIGINT, SIGTERM or SIGHUP reached
+    gitledger; it waited for the command); usage or configuration error (2). The command gets
     GITLEDGER_KEY, _TASK, _STEP, _DIGEST, _BRANCH, _LABEL, _TRAILER, _MARKER and GITLEDGER_RESULT
     (a file: what the command writes there is recorded as the step's ref, e.g. a PR URL).
 
@@ -90,7 +91,7 @@ def run_step_command(
         raise UsageError("no command after '--'; write: gitledger run-step --task T --step S -- COMMAND")
     from gitledger.command import check_command, run_command
     from gitledger.plan import content_from_options, plan_step, report_step
-    from gitledger.protocol import StepRunner
+    from gitledger.protocol import Claim, StepRunner
     from gitledger.workspace import open_workspace
 
     step_content = content_from_options(content, content_file, arg)
@@ -105,18 +106,26 @@ def run_step_command(
             arbiter = RemoteArbiter(ws.store, name, allow_offline=allow_offline)
         elif allow_offline:
             raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
-        result = StepRunner(ws.store, arbiter=arbiter).run(
-            plan.key,
-            plan.checks,
-            lambda: run_command(
-                command,
-                plan.key,
-                ws.cwd,
-                stdout_to_stderr=json_out,
-                extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
-            ),
-            plan.policy,
-        )
+        runner = StepRunner(ws.store, arbiter=arbiter)
+        started = runner.start(plan.key, plan.checks, plan.policy, heartbeat=False)
+        if isinstance(started, Claim):
+            claim = started
+            try:
+                outcome = run_command(
+                    command,
+                    plan.key,
+                    ws.cwd,
+                    stdout_to_stderr=json_out,
+                    extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
+                    claim_id=claim.claim_id,
+                    on_start=claim.renewal.start if claim.renewal is not None else None,
+                )
+            except BaseException as exc:
+                runner.fail(claim, exc)
+                raise
+            result = runner.finish(claim, outcome)
+        else:
+            result = started
     for warning in result.extra.get("warnings", ()):
         say(f"warning: {warning}")
     report_step(result.to_json(), json_out)
