@@ -22,6 +22,7 @@ import termios
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ def events(repo: Path, key: str) -> list[dict[str, object]]:
     return found
 
 
-def start(argv: Sequence[str], repo: Path, env: dict[str, str], **kwargs: object) -> subprocess.Popen[bytes]:
+def start(argv: Sequence[str], repo: Path, env: dict[str, str], **kwargs: object) -> subprocess.Popen[Any]:
     return subprocess.Popen(list(argv), cwd=repo, env={**os.environ, **env}, **kwargs)  # type: ignore[call-overload,no-any-return]
 
 
