@@ -683,7 +683,12 @@ class GitHubContext:
         try:
             return [
                 IssueInfo(i.number, i.html_url, i.title or "", i.state)
-                for i in self.repo.get_issues(state="all", creator=login, sort="created", direction="desc")
+                for i in self.repo.get_issues(
+                    state="all",
+                    creator=login,  # type: ignore[arg-type]  # PyGithub accepts a login (str)
+                    sort="created",
+                    direction="desc",
+                )
                 if not _is_pull(i)
             ]
         except Exception as exc:
