@@ -47,23 +47,62 @@ _ISSUE_URL = re.compile(r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/
 # gh options that take a value, per subcommand (anything else is a flag)
 _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
     "pr create": {
-        "-H": "head", "--head": "head", "-B": "base", "--base": "base", "-t": "title", "--title": "title",
-        "-b": "body", "--body": "body", "-F": "body_file", "--body-file": "body_file", "-R": "repo",
-        "--repo": "repo", "-a": "", "--assignee": "", "-l": "", "--label": "", "-m": "", "--milestone": "",
-        "-p": "", "--project": "", "-r": "", "--reviewer": "", "-T": "", "--template": "",
+        "-H": "head",
+        "--head": "head",
+        "-B": "base",
+        "--base": "base",
+        "-t": "title",
+        "--title": "title",
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
+        "--repo": "repo",
+        "-a": "",
+        "--assignee": "",
+        "-l": "",
+        "--label": "",
+        "-m": "",
+        "--milestone": "",
+        "-p": "",
+        "--project": "",
+        "-r": "",
+        "--reviewer": "",
+        "-T": "",
+        "--template": "",
         "--recover": "",
     },
     "comment": {
-        "-b": "body", "--body": "body", "-F": "body_file", "--body-file": "body_file", "-R": "repo",
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
         "--repo": "repo",
     },
     "issue create": {
-        "-t": "title", "--title": "title", "-b": "body", "--body": "body", "-F": "body_file",
-        "--body-file": "body_file", "-R": "repo", "--repo": "repo", "-a": "", "--assignee": "", "-l": "",
-        "--label": "", "-m": "", "--milestone": "", "-p": "", "--project": "", "-T": "", "--template": "",
+        "-t": "title",
+        "--title": "title",
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
+        "--repo": "repo",
+        "-a": "",
+        "--assignee": "",
+        "-l": "",
+        "--label": "",
+        "-m": "",
+        "--milestone": "",
+        "-p": "",
+        "--project": "",
+        "-T": "",
+        "--template": "",
         "--recover": "",
     },
-}  # fmt: skip
+}
 _GIT_PUSH_VALUE_OPTIONS = frozenset(
     {"--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed", "--force-with-lease"}
 )
@@ -147,33 +186,51 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | N
         if head and ":" in head:  # OWNER:branch
             head = head.split(":", 1)[1]
         return Effect(
-            PR, "gh pr create", repo=_repo_arg(repo), head=head, base=values.get("base") or None,
-            title=values.get("title"), body=_body(values, cwd), cwd=cwd,
-        )  # fmt: skip
+            PR,
+            "gh pr create",
+            repo=_repo_arg(repo),
+            head=head,
+            base=values.get("base") or None,
+            title=values.get("title"),
+            body=_body(values, cwd),
+            cwd=cwd,
+        )
     if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "comment":
         values, positional, flags = _options(args[2:], _GH_VALUE_OPTIONS["comment"])
         if flags & {"--edit-last", "--delete-last", "--web", "-w"}:
             return None  # edits the last comment (or opens a browser): no new comment
         repo = _repo_arg(values.get("repo") or env.get("GH_REPO"))
         target, target_repo = _target(positional[0] if positional else "")
-        problems = () if target is not None else (f"the {args[0]} number in {' '.join(args[:3])!r}",)
+        problems: tuple[str, ...] = (
+            () if target is not None else (f"the {args[0]} number in {' '.join(args[:3])!r}",)
+        )
         if target is None and args[0] == "pr" and not positional:
             problems = ("the PR of the current branch (pass the PR number)",)
         body = _body(values, cwd)
         if body is None:
             problems += ("the comment body (pass --body or --body-file)",)
         return Effect(
-            COMMENT, f"gh {args[0]} comment", repo=target_repo or repo, target=target, body=body,
-            cwd=cwd, problems=problems,
-        )  # fmt: skip
+            COMMENT,
+            f"gh {args[0]} comment",
+            repo=target_repo or repo,
+            target=target,
+            body=body,
+            cwd=cwd,
+            problems=problems,
+        )
     if len(args) >= 2 and args[0] == "issue" and args[1] == "create":
         values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["issue create"])
         repo = _repo_arg(values.get("repo") or env.get("GH_REPO"))
         problems = () if values.get("title") else ("the issue title (pass --title)",)
         return Effect(
-            ISSUE, "gh issue create", repo=repo, title=values.get("title"), body=_body(values, cwd),
-            cwd=cwd, problems=problems,
-        )  # fmt: skip
+            ISSUE,
+            "gh issue create",
+            repo=repo,
+            title=values.get("title"),
+            body=_body(values, cwd),
+            cwd=cwd,
+            problems=problems,
+        )
     if args and args[0] == "api":
         return _gh_api(args[1:], env, cwd)
     return None
@@ -189,9 +246,24 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
         word = args[i]
         name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
         takes_value = name in (
-            "-X", "--method", "-f", "--raw-field", "-F", "--field", "-H", "--header", "--input", "-q",
-            "--jq", "-t", "--template", "--hostname", "--cache", "-p", "--preview",
-        )  # fmt: skip
+            "-X",
+            "--method",
+            "-f",
+            "--raw-field",
+            "-F",
+            "--field",
+            "-H",
+            "--header",
+            "--input",
+            "-q",
+            "--jq",
+            "-t",
+            "--template",
+            "--hostname",
+            "--cache",
+            "-p",
+            "--preview",
+        )
         if takes_value:
             if eq:
                 value = inline
@@ -230,20 +302,35 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
         if head and ":" in head:
             head = head.split(":", 1)[1]
         return Effect(
-            PR, "gh api POST .../pulls", repo=repo, head=head, base=fields.get("base"),
-            title=fields.get("title"), body=fields.get("body"), cwd=cwd,
+            PR,
+            "gh api POST .../pulls",
+            repo=repo,
+            head=head,
+            base=fields.get("base"),
+            title=fields.get("title"),
+            body=fields.get("body"),
+            cwd=cwd,
             problems=problems or (() if head else ("the head branch (-f head=BRANCH)",)),
-        )  # fmt: skip
+        )
     if match["number"]:
         return Effect(
-            COMMENT, "gh api POST .../comments", repo=repo, target=int(match["number"]),
-            body=fields.get("body"), cwd=cwd,
+            COMMENT,
+            "gh api POST .../comments",
+            repo=repo,
+            target=int(match["number"]),
+            body=fields.get("body"),
+            cwd=cwd,
             problems=problems or (() if fields.get("body") else ("the comment body (-f body=...)",)),
-        )  # fmt: skip
+        )
     return Effect(
-        ISSUE, "gh api POST .../issues", repo=repo, title=fields.get("title"), body=fields.get("body"),
-        cwd=cwd, problems=problems or (() if fields.get("title") else ("the issue title (-f title=...)",)),
-    )  # fmt: skip
+        ISSUE,
+        "gh api POST .../issues",
+        repo=repo,
+        title=fields.get("title"),
+        body=fields.get("body"),
+        cwd=cwd,
+        problems=problems or (() if fields.get("title") else ("the issue title (-f title=...)",)),
+    )
 
 
 def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
@@ -272,7 +359,7 @@ def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
         spec = spec.lstrip("+")
         src, _, dst = spec.partition(":")
         target = dst or src
-        if not target or target.startswith("refs/tags/") or src == "" and dst:  # ":branch" deletes
+        if not target or target.startswith("refs/tags/") or (src == "" and dst):  # ":branch" deletes
             continue
         target = target.removeprefix("refs/heads/")
         if target == "HEAD":
@@ -345,17 +432,25 @@ def _mcp(tool: str, name: str, args: Mapping[str, Any]) -> list[Effect]:
             head = head.split(":", 1)[1]
         return [
             Effect(
-                PR, name, repo=repo, head=head, base=_str(args.get("base")), title=_str(args.get("title")),
+                PR,
+                name,
+                repo=repo,
+                head=head,
+                base=_str(args.get("base")),
+                title=_str(args.get("title")),
                 body=_str(args.get("body")),
-            )  # fmt: skip
+            )
         ]
     if tool == "add_issue_comment":
         number = _str(args.get("issue_number"))
         return [
             Effect(
-                COMMENT, name, repo=repo, target=int(number) if number and number.isdigit() else None,
+                COMMENT,
+                name,
+                repo=repo,
+                target=int(number) if number and number.isdigit() else None,
                 body=_str(args.get("body")),
-            )  # fmt: skip
+            )
         ]
     if tool == "create_issue" or (tool == "issue_write" and _str(args.get("method")) == "create"):
         return [Effect(ISSUE, name, repo=repo, title=_str(args.get("title")), body=_str(args.get("body")))]
