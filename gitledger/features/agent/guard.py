@@ -263,7 +263,7 @@ class AgentGuard:
             return self.pre_push(t)
         return self.pre_slots(t)
 
-    def claim(self, t: Target, step: StepKey, entry: Entry) -> Claimed | None:
+    def claim(self, t: Target, step: StepKey, entry: Entry, slot: int | None = None) -> Claimed | None:
         folded = entry.folded
         claim = self.runner.event(
             step,
@@ -272,7 +272,10 @@ class AgentGuard:
             checks=[f"agent:{t.effect.kind}"],
             supersedes=[c["id"] for c in folded.claims if isinstance(c.get("id"), str)],
             agent=t.detail(
-                tool_use_id=self.event.tool_use_id, agent=self.event.agent, session_id=self.event.session_id
+                tool_use_id=self.event.tool_use_id,
+                agent=self.event.agent,
+                session_id=self.event.session_id,
+                slot=slot,
             ),
         )
         return Claimed(step, claim["id"]) if self.append(step, claim, entry.version) else None
@@ -300,6 +303,30 @@ class AgentGuard:
             step, self.runner.event(step, FAILED, claim=ids or None, message=why), entry.version
         )
 
+    def settle_dead(self, t: Target, step: StepKey, entry: Entry) -> None:
+        """Settle an open claim whose agent is gone (or whose lease ran out) by asking GitHub for exactly
+        what the claim names: the PR from its head, the comment or issue with its text."""
+        claim = entry.folded.claim or {}
+        detail = claim.get("agent") or {}
+        kind = t.effect.kind
+        if kind == PR:
+            head = str(detail.get("head") or t.head)
+            pr = self.gh(t.repo).pull_for_head(head)
+            if pr is not None:
+                self.record_found(step, replace(t, head=head), entry, pr.html_url, None, status=pr.status)
+            else:
+                self.settle_failed(step, entry, f"settled: no pull request from {head} on GitHub")
+            return
+        if kind == PUSH:
+            self.settle_failed(step, entry, "settled: a push is repeated safely")
+            return
+        text = str(detail.get("text") or "")
+        found = self.reality(t, text, similarity.SETTLE) if text else None
+        if found is not None:
+            self.record_found(step, t, entry, found[0], text, slot=detail.get("slot"))
+        else:
+            self.settle_failed(step, entry, "settled: the claimed text is not on GitHub")
+
     def same_call(self, claim: Event) -> bool:
         detail = claim.get("agent") or {}
         return bool(self.event.tool_use_id) and detail.get("tool_use_id") == self.event.tool_use_id
@@ -320,14 +347,7 @@ class AgentGuard:
                 holder = self.holder(folded)
                 if holder is not None:
                     return None if self.same_call(holder) else deny_in_progress(t, step, holder)
-                claimed_head = (folded.claim or {}).get("agent", {}).get("head") or t.head
-                pr = self.gh(t.repo).pull_for_head(claimed_head)
-                if pr is not None:
-                    self.record_found(
-                        step, replace(t, head=claimed_head), entry, pr.html_url, None, status=pr.status
-                    )
-                else:
-                    self.settle_failed(step, entry, f"settled: no pull request from {claimed_head} on GitHub")
+                self.settle_dead(t, step, entry)
                 continue
             pr = self.gh(t.repo).pull_for_head(t.head)
             if pr is not None:
@@ -417,18 +437,14 @@ class AgentGuard:
                         if similarity.near_duplicate(claimed_text, text, similarity.SAME_INTENT):
                             return deny_in_progress(t, step, holder)
                         break
-                    found = self.reality(t, claimed_text, similarity.SETTLE) if claimed_text else None
-                    if found is not None:
-                        self.record_found(step, t, entry, found[0], claimed_text)
-                    else:
-                        self.settle_failed(step, entry, "settled: the claimed text is not on GitHub")
+                    self.settle_dead(t, step, entry)
                     continue
                 found = self.reality(t, text, similarity.REALITY)
                 if found is not None:
-                    if self.record_found(step, t, entry, found[0], found[1]):
+                    if self.record_found(step, t, entry, found[0], found[1], slot=slot):
                         return deny_text(t, found[0], found[1], found=True)
                     continue
-                claimed = self.claim(t, step, entry)
+                claimed = self.claim(t, step, entry, slot)
                 if claimed is not None:
                     return claimed
             else:
@@ -455,9 +471,9 @@ class AgentGuard:
             self.post_one(t, output, failed)
         return Decision("nothing", warning="; ".join(problems) or None)
 
-    def find_own_claim(self, t: Target) -> tuple[StepKey, Event | None, Entry] | None:
+    def find_own_claim(self, t: Target) -> tuple[StepKey, Event | None, Entry, int | None] | None:
         slots = [None] if t.effect.kind in (PR, PUSH) else list(range(MAX_SLOTS))
-        free: tuple[StepKey, Event | None, Entry] | None = None
+        free: tuple[StepKey, Event | None, Entry, int | None] | None = None
         for slot in slots:
             step = self.step_for(t, slot)
             entry = self.ws.store.load(Intent.of(step))
@@ -466,9 +482,9 @@ class AgentGuard:
                     not self.event.tool_use_id
                     and (claim.get("owner") or {}).get("session") == self.owner.session
                 ):
-                    return step, claim, entry
+                    return step, claim, entry, slot
             if free is None and (slot is None or entry.folded.state != DONE):
-                free = (step, None, entry)
+                free = (step, None, entry, slot)
             if not entry.exists:
                 break
         return free
@@ -479,7 +495,7 @@ class AgentGuard:
         found = self.find_own_claim(t)
         if found is None:
             return
-        step, claim, entry = found
+        step, claim, entry, slot = found
         claim_id = claim.get("id") if claim else None
         if failed:
             if claim_id:
@@ -496,7 +512,7 @@ class AgentGuard:
             ref=ref,
             claim=claim_id,
             agent=t.detail(
-                tool_use_id=self.event.tool_use_id, status="open" if t.effect.kind == PR else None
+                tool_use_id=self.event.tool_use_id, status="open" if t.effect.kind == PR else None, slot=slot
             ),
             message=None if ref else "the tool's output named no URL",
         )
