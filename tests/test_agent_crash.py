@@ -73,7 +73,8 @@ def _command(kind: str, i: int, variant: int, target: int | None) -> str:
     x = f"module_{i}.py" if kind == "issue" else f"build_{i}" if kind == "comment" else f"users_{i}"
     if kind == "pr":
         title = PR_TITLES[variant % 4].format(x=x)
-        return f"gh pr create --head agent/T{i} --base main --title {shlex.quote(title)} --body {shlex.quote(title)}"
+        quoted = shlex.quote(title)
+        return f"gh pr create --head agent/T{i} --base main --title {quoted} --body {quoted}"
     if kind == "comment":
         return f"gh issue comment {target} --body {shlex.quote(COMMENTS[variant % 4].format(x=x))}"
     title = ISSUE_TITLES[variant % 4].format(x=x)

@@ -147,16 +147,16 @@ def _rules(cwd: str) -> Any:
 
 
 def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> Any:
-    from gitledger.errors import GitledgerError
+    from gitledger.core.errors import GitledgerError
+    from gitledger.core.owner import Owner, boot_id, process_start
     from gitledger.features.agent.briefing import briefing, stop_gate
     from gitledger.features.agent.guard import AgentGuard
     from gitledger.features.agent.model import FAIL_CLOSED, FAILURE, POST, PRE, SESSION_START, Decision
     from gitledger.features.agent.task import resolve_task
-    from gitledger.owner import Owner, boot_id, process_start
-    from gitledger.workspace import open_workspace
+    from gitledger.session import open_session
 
     try:
-        with open_workspace(cwd) as ws:
+        with open_session(cwd) as ws:
             choice = resolve_task(cwd, task, env=env, repo=ws.repo, pattern=ws.config.agent.task_branch)
             pid = agent_pid(env)
             owner = Owner(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gitledger.core.events import ATTEMPTING, DONE, FAILED, Entry
 from gitledger.features.agent.guard import STEP, AgentGuard, GuardError, Target, number_of
 from gitledger.features.agent.model import CONTEXT, KEEP_WORKING, SILENT, Decision
-from gitledger.ledger import ATTEMPTING, DONE, FAILED, Entry
 
 _KIND_OF_STEP = {v: k for k, v in STEP.items()}
 
@@ -155,7 +155,7 @@ def _settle(guard: AgentGuard, entry: Entry) -> bool:
 
 
 def _step_of(guard: AgentGuard, target: Target, entry: Entry) -> Any:
-    from gitledger.keys import StepKey
+    from gitledger.core.keys import StepKey
 
     for slot in [None, *range(64)]:
         try:

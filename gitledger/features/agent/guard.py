@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING, Any
 
 from gitledger.core import similarity
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, Effect
-from gitledger.errors import CorruptLedgerError, GitledgerError
+from gitledger.core.errors import CorruptLedgerError, GitledgerError
+from gitledger.core.events import ATTEMPTING, DONE, FAILED, Entry, Event, Folded
+from gitledger.core.keys import Content, StepKey
+from gitledger.core.owner import Owner
+from gitledger.core.protocol import StepRunner, iso, parse_iso
+from gitledger.core.store import Intent
 from gitledger.features.agent.model import ALLOWED, DENY, Decision, HookEvent
 from gitledger.features.agent.recognise import recognise
-from gitledger.keys import Content, StepKey
-from gitledger.ledger import ATTEMPTING, DONE, FAILED, Entry, Event, Folded
-from gitledger.owner import Owner
-from gitledger.protocol import StepRunner, iso, parse_iso
-from gitledger.store import Intent
 
 if TYPE_CHECKING:
-    from gitledger.github import GitHubContext
-    from gitledger.workspace import Workspace
+    from gitledger.github.client import GitHubContext
+    from gitledger.session import Session as Workspace
 
 NO_TASK = "(no task)"
 DEFAULT_LEASE = 900.0  # Claude Code's longest Bash timeout is 10 minutes
@@ -106,8 +106,12 @@ class AgentGuard:
     lease: float = DEFAULT_LEASE
     _github: dict[str, GitHubContext] = field(default_factory=dict)
     _cache: dict[tuple[str, Any], Any] = field(default_factory=dict)
+    _shared: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        if self.ws.repo is None:
+            raise GuardError("gitledger: the agent works outside a git repository; not acting")
+        self.repo = self.ws.repo
         self.runner = StepRunner(self.ws.store, owner=self.owner, clock=self.clock)
 
     # -- plumbing ----------------------------------------------------------------------------------
@@ -116,8 +120,11 @@ class AgentGuard:
         if repo not in self._github:
             if self.github_for is not None:
                 self._github[repo] = self.github_for(repo)
+            elif repo == self.ws.config.github_repo or repo == self._origin_repo():
+                self._github[repo] = self.ws.github()  # the session's own client (closed with it)
+                self._shared.add(repo)
             else:
-                from gitledger.github import GitHubContext
+                from gitledger.github.client import GitHubContext
 
                 self._github[repo] = GitHubContext.from_settings(
                     repo=repo, api_url=self.ws.config.github_api_url, git_repo=self.ws.repo
@@ -125,8 +132,18 @@ class AgentGuard:
         return self._github[repo]
 
     def close(self) -> None:
-        for ctx in self._github.values():
-            ctx.close()
+        for repo, ctx in self._github.items():
+            if repo not in self._shared:
+                ctx.close()
+
+    def _origin_repo(self) -> str | None:
+        from gitledger.github.settings import parse_remote_url
+
+        if self.ws.repo is None:
+            return None
+        proc = self.ws.repo.run("remote", "get-url", "origin", check=False)
+        url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+        return parse_remote_url(url) if url else None
 
     def load(self, step: StepKey) -> Entry:
         entry = self.ws.store.load(Intent.of(step))
@@ -199,12 +216,12 @@ class AgentGuard:
         return Target(effect, self.task, repo, head)
 
     def default_repo(self, effect: Effect) -> str:
-        from gitledger.github import parse_remote_url
+        from gitledger.github.settings import parse_remote_url
 
         if self.ws.config.github_repo and not effect.remote:
             return self.ws.config.github_repo
         remote = effect.remote or "origin"
-        proc = self.ws.repo.run("remote", "get-url", remote, check=False)
+        proc = self.repo.run("remote", "get-url", remote, check=False)
         url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
         parsed = parse_remote_url(url) if url else None
         if parsed:
@@ -221,14 +238,14 @@ class AgentGuard:
         from gitledger.features.agent.task import current_branch
 
         if cwd and cwd != str(self.ws.cwd):
-            from gitledger.git import GitRepo
+            from gitledger.git.repo import GitRepo
 
             try:
                 with GitRepo.discover(cwd) as other:
                     return current_branch(other)
             except GitledgerError:
                 pass
-        return current_branch(self.ws.repo)
+        return current_branch(self.repo)
 
     # -- PreToolUse --------------------------------------------------------------------------------
 
