@@ -15,6 +15,10 @@ from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
+        from gitledger.cli.agent_hook import run
+
+        return run(args[1:])
     from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
@@ -24,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
     command = typer.main.get_command(app)

@@ -46,7 +46,7 @@ import github
 import github.Auth
 from urllib3.exceptions import MaxRetryError
 
-from gitledger.github.port import Comment, FoundPull, PullInfo
+from gitledger.github.port import Comment, FoundPull, IssueInfo, PullInfo
 from gitledger.github.settings import DEFAULT_API_URL, GitHubError, GitHubSettings
 from gitledger.github.transport import ApiCalls, NoCacheToken, SafeRetry
 
@@ -119,6 +119,7 @@ class GitHubContext:
         )
         self._repo: Repository | None = None
         self._repo_visible = False
+        self._login: str | None = None
 
     @classmethod
     def from_settings(
@@ -301,8 +302,16 @@ class GitHubContext:
         """Every comment of issue or pull request ``number``, oldest first (1 call per 100)."""
         try:
             return [
-                Comment(c.id, c.body or "", c.html_url) for c in self.repo.get_issue(number).get_comments()
+                Comment(c.id, c.body or "", c.html_url, c.user.login if c.user is not None else "")
+                for c in self.repo.get_issue(number).get_comments()
             ]
+        except github.UnknownObjectException as exc:
+            raise GitHubError(
+                self.redact(
+                    f"issue or pull request #{number} not found in {self.full_name} "
+                    "(or the token cannot see it)"
+                )
+            ) from exc
         except Exception as exc:
             if is_failure(exc):
                 raise self.error(exc, f"list comments of #{number}") from exc
@@ -357,6 +366,49 @@ class GitHubContext:
         else:
             host = base
         return f"{host}/{self.full_name}"
+
+    # -- queries of the agent guard (docs/agents.md) ------------------------------------------------
+
+    def pull_for_head(self, head: str) -> PullInfo | None:
+        """The newest PR whose head is ``head`` of this repository, in any state (1 call), or None."""
+        expected = f"{self.owner}:{head}".lower()
+        for pr in self.iter_pulls(state="all", head_branch=head):
+            if pr.head_ref == head and (not pr.head_label or pr.head_label.lower() == expected):
+                return pr
+        return None
+
+    def issues_by(self, login: str) -> list[IssueInfo]:
+        """Issues (not PRs) opened by ``login`` in any state, newest first (1 call per 100 issues)."""
+        try:
+            return [
+                IssueInfo(i.number, i.html_url, i.title or "", i.state)
+                for i in self.repo.get_issues(
+                    state="all",
+                    creator=login,  # type: ignore[arg-type]  # PyGithub accepts a login (str)
+                    sort="created",
+                    direction="desc",
+                )
+                if not _is_pull(i)
+            ]
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"list issues opened by {login}") from exc
+            raise
+
+    def login(self) -> str:
+        """The login of the token's user (1 call, then remembered)."""
+        if self._login is None:
+            try:
+                _, data = self.repo.requester.requestJsonAndCheck("GET", "/user")
+            except Exception as exc:
+                if is_failure(exc):
+                    raise self.error(exc, "read the token's user") from exc
+                raise
+            login = data.get("login") if isinstance(data, dict) else None
+            if not isinstance(login, str) or not login:
+                raise GitHubError("GitHub did not say which user the token belongs to (GET /user)")
+            self._login = login
+        return self._login
 
 
 def _is_pull(issue: Issue) -> bool:

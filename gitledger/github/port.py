@@ -47,6 +47,17 @@ class Comment:
     id: int
     body: str
     html_url: str
+    user: str = ""  # the author's login
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    """An issue as the agent guard compares it."""
+
+    number: int
+    html_url: str
+    title: str
+    state: str
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,12 @@ class GitHubClient(Protocol):
 
     def comments(self, number: int) -> list[Comment]: ...
 
+    def pull_for_head(self, head: str) -> PullInfo | None: ...
+
+    def issues_by(self, login: str) -> list[IssueInfo]: ...
+
+    def login(self) -> str: ...
+
     def create_comment(self, number: int, body: str) -> Comment: ...
 
     def edit_comment(self, comment_id: int, body: str) -> None: ...
@@ -108,4 +125,4 @@ class GitHubClient(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["Comment", "FoundPull", "GitHubClient", "PullInfo"]
+__all__ = ["Comment", "FoundPull", "GitHubClient", "IssueInfo", "PullInfo"]
