@@ -118,12 +118,19 @@ def check_push_command(
 def run_ledger_sync(remote: str) -> int:
     """The one place the pre-push hook runs ``gitledger sync REMOTE`` (``gitledger.pushLedger=true``).
 
-    Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed.
+    Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed (the git
+    processes it starts inherit the environment).
     """
-    from gitledger.cli import main
+    from gitledger.cli.render import printable
+    from gitledger.cli.sync import sync_command
     from gitledger.git.hooks import no_git_env
 
     clean = no_git_env()
     os.environ.clear()
     os.environ.update(clean)
-    return main(["sync", remote])
+    try:
+        sync_command(remote, json_out=False, repo=None)
+    except GitledgerError as exc:
+        print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
+        return exc.exit_code
+    return 0
