@@ -18,8 +18,18 @@ Example::
       notify:
         checks: [ledger]
         on_unconfirmed: skip
+    agent:                    # the agent guard (docs/agents.md)
+      task_branch: "agent/(?P<task>[^/]+)"   # the task from the branch name
+      one_pr_per_task: true
+      rules:                  # more tool calls to guard
+        - tool: "mcp__forge__open_merge_request"          # regex, whole tool name
+          effect: pr                                        # pr | comment | issue | push
+          fields: {repo: project, head: source_branch, base: target_branch}
+        - command: "hub pull-request"                     # the command's first words
+          effect: pr
+          fields: {head: "--head", base: "--base", title: "--message"}
 
-A bad file raises :class:`~gitledger.errors.ConfigError` naming the file, the line and the fix.
+A bad file raises :class:`~gitledger.core.errors.ConfigError` naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -29,8 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitledger.errors import ConfigError, UsageError
-from gitledger.keys import Names
+from gitledger.core.errors import ConfigError, UsageError
+from gitledger.core.keys import Names
 
 FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
@@ -45,6 +55,23 @@ class StepConfig:
 
 
 @dataclass(frozen=True)
+class AgentRule:
+    """One extra call the agent guard recognises: a tool name pattern or a command's first words."""
+
+    effect: str
+    fields: tuple[tuple[str, str], ...]  # (effect field, tool_input key | option such as --head | argN)
+    tool: str | None = None  # a regular expression matched against the whole tool name
+    command: tuple[str, ...] | None = None  # the first words of a shell command
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    task_branch: str | None = None
+    one_pr_per_task: bool = True
+    rules: tuple[AgentRule, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path | None = None
     remote: str | None = None
@@ -55,6 +82,7 @@ class Config:
     github_repo: str | None = None
     github_api_url: str | None = None
     steps: dict[str, StepConfig] = field(default_factory=dict)
+    agent: AgentConfig = field(default_factory=AgentConfig)
 
     def step(self, name: str) -> StepConfig:
         return self.steps.get(name, StepConfig())
@@ -105,7 +133,7 @@ class _Reader:
         return value
 
     def seconds(self, node: Any, where: str) -> float:
-        from gitledger.protocol import MAX_LEASE
+        from gitledger.core.policy import MAX_LEASE
 
         value = self.scalar(node, where)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_LEASE:
@@ -117,7 +145,7 @@ class _Reader:
     def checks(self, node: Any, where: str) -> tuple[str, ...]:
         import yaml
 
-        from gitledger.checks.specs import validate_spec
+        from gitledger.core.checks import validate_spec
 
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         specs = []
@@ -133,7 +161,7 @@ class _Reader:
 def parse(text: str, path: Path) -> Config:
     import yaml
 
-    from gitledger.protocol import ON_UNCONFIRMED
+    from gitledger.core.policy import ON_UNCONFIRMED
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -148,7 +176,7 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps"),
+        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps", "agent"),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -203,7 +231,61 @@ def parse(text: str, path: Path) -> Config:
                 lease=r.seconds(opts["lease"], f"{where}.lease") if "lease" in opts else None,
             )
         settings["steps"] = steps
+    if "agent" in top:
+        settings["agent"] = _agent(r, top["agent"])
     return Config(**settings)
+
+
+def _agent(r: _Reader, node: Any) -> AgentConfig:
+    import yaml
+
+    from gitledger.core.effects import FIELDS, KINDS
+    from gitledger.core.task import pattern_problem
+
+    opts = r.mapping(node, "agent", ("task_branch", "one_pr_per_task", "rules"))
+    out: dict[str, Any] = {}
+    if "task_branch" in opts:
+        pattern = r.string(opts["task_branch"], "agent.task_branch")
+        problem = pattern_problem(pattern)
+        if problem:
+            raise r.fail(opts["task_branch"], problem)
+        out["task_branch"] = pattern
+    if "one_pr_per_task" in opts:
+        value = r.scalar(opts["one_pr_per_task"], "agent.one_pr_per_task")
+        if not isinstance(value, bool):
+            raise r.fail(opts["one_pr_per_task"], "agent.one_pr_per_task must be true or false")
+        out["one_pr_per_task"] = value
+    if "rules" in opts:
+        if not isinstance(opts["rules"], yaml.SequenceNode):
+            raise r.fail(opts["rules"], "agent.rules must be a list of rules")
+        rules = []
+        for i, item in enumerate(opts["rules"].value):
+            where = f"agent.rules[{i}]"
+            rule = r.mapping(item, where, ("tool", "command", "effect", "fields"))
+            if ("tool" in rule) == ("command" in rule):
+                raise r.fail(item, f"{where} needs exactly one of 'tool' (a tool name pattern) or 'command'")
+            effect = r.string(rule["effect"], f"{where}.effect", KINDS) if "effect" in rule else None
+            if effect is None:
+                raise r.fail(item, f"{where} needs 'effect': one of {', '.join(KINDS)}")
+            fields: list[tuple[str, str]] = []
+            if "fields" in rule:
+                for name, value_node in r.mapping(rule["fields"], f"{where}.fields", FIELDS[effect]).items():
+                    fields.append((name, r.string(value_node, f"{where}.fields.{name}")))
+            tool = command = None
+            if "tool" in rule:
+                tool = r.string(rule["tool"], f"{where}.tool")
+                try:
+                    re.compile(tool)
+                except re.error as exc:
+                    raise r.fail(
+                        rule["tool"], f"{where}.tool is not a valid regular expression ({exc})"
+                    ) from exc
+            else:
+                words = r.string(rule["command"], f"{where}.command").split()
+                command = tuple(words)
+            rules.append(AgentRule(effect, tuple(fields), tool, command))
+        out["rules"] = tuple(rules)
+    return AgentConfig(**out)
 
 
 def load(directory: Path | None) -> Config:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.ledger import ATTEMPTING
-from gitledger.owner import Owner, is_dead, machine_id, pid_namespace, process_start
-from gitledger.protocol import StepRunner, iso
-from gitledger.store import MemoryStore
+from gitledger.core.events import ATTEMPTING
+from gitledger.core.owner import Owner, is_dead, machine_id, pid_namespace, process_start
+from gitledger.core.protocol import StepRunner, iso
+from gitledger.core.store import MemoryStore
 from tests.helpers import gitledger_argv, run_gitledger
 
 HERE = Owner.current()
@@ -86,7 +86,7 @@ def test_pid_reuse_on_this_machine_is_seen_at_once() -> None:
 
 
 def test_machine_id_override_is_hashed_and_cannot_join_another_boot() -> None:
-    code = "from gitledger.owner import Owner; o = Owner.current(); print(o.machine, o.boot, o.pidns)"
+    code = "from gitledger.core.owner import Owner; o = Owner.current(); print(o.machine, o.boot, o.pidns)"
     env = {**os.environ, "GITLEDGER_MACHINE_ID": "twin"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     machine, boot, pidns = out.stdout.split()

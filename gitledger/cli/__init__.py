@@ -9,12 +9,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError, Interrupted
+from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError, Interrupted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
+        from gitledger.cli.agent_hook import run
+
+        return run(args[1:])
     restore = _catch_signals()
     try:
         return _main(args)
@@ -35,9 +39,9 @@ def _raise_interrupted(signum: int, frame: object) -> None:
 def _catch_signals() -> Callable[[], None]:
     """SIGINT, SIGTERM and SIGHUP end the CLI with one line and 128 + the signal, never silently.
 
-    While a guarded command runs, :mod:`gitledger.command` takes these signals itself (and forwards
-    them); anywhere else, the exception stops gitledger at that point, which every write tolerates
-    (the same as a crash, without losing the message).
+    While a guarded command runs, :mod:`gitledger.local.command` takes these signals itself (and
+    forwards them); anywhere else, the exception stops gitledger at that point, which every write
+    tolerates (the same as a crash, without losing the message).
     """
     import signal
     import threading
@@ -59,7 +63,7 @@ def _catch_signals() -> Callable[[], None]:
 
 
 def _main(args: list[str]) -> int:
-    from gitledger.fastpath import try_skip
+    from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
     if skipped is not None:
@@ -67,16 +71,17 @@ def _main(args: list[str]) -> int:
 
     import typer.main
 
-    from gitledger.cli import app as _app_module
-    from gitledger.cli import commands as _commands  # noqa: F401  (registers every command)
+    # importing the command modules registers their commands on the app
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli.app import Invocation, app
 
-    app = _app_module.app
-    _app_module.RAW_ARGS[:] = args
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="gitledger", standalone_mode=False)
+        result = command.main(
+            args=args, prog_name="gitledger", standalone_mode=False, obj=Invocation(tuple(args))
+        )
     except GitledgerError as exc:
-        from gitledger.ledger import printable
+        from gitledger.cli.render import printable
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code
