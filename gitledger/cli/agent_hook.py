@@ -148,7 +148,7 @@ def _rules(cwd: str) -> Any:
 
 def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> Any:
     from gitledger.core.errors import GitledgerError
-    from gitledger.core.owner import Owner, boot_id, process_start
+    from gitledger.core.owner import Owner, boot_id, machine_id, pid_namespace, process_start
     from gitledger.features.agent.briefing import briefing, stop_gate
     from gitledger.features.agent.guard import AgentGuard
     from gitledger.features.agent.model import FAIL_CLOSED, FAILURE, POST, PRE, SESSION_START, Decision
@@ -160,7 +160,13 @@ def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> A
             choice = resolve_task(cwd, task, env=env, repo=ws.repo, pattern=ws.config.agent.task_branch)
             pid = agent_pid(env)
             owner = Owner(
-                os.uname().nodename, boot_id(), pid, process_start(pid), f"agent:{event.session_id}:{pid}"
+                os.uname().nodename,
+                boot_id(),
+                pid,
+                process_start(pid),
+                f"agent:{event.session_id}:{pid}",
+                machine_id(),
+                pid_namespace(),
             )
             guard = AgentGuard(ws, owner, choice.task if choice else None, event)
             try:
