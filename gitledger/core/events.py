@@ -125,32 +125,32 @@ def _ids(value: Any) -> list[str] | None:
 _ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
-def _renewals(events: list[Event]) -> dict[str, tuple[str, Any]]:
-    """Claim id -> (latest renewed lease_until, the renewing owner's session), from heartbeat events."""
-    found: dict[str, tuple[str, Any]] = {}
+def _session(event: Event) -> Any:
+    owner = event.get("owner")
+    return owner.get("session") if isinstance(owner, dict) else None
+
+
+def _renewals(events: list[Event]) -> dict[tuple[str, Any], str]:
+    """(claim id, renewing owner's session) -> the latest lease_until its heartbeats set."""
+    found: dict[tuple[str, Any], str] = {}
     for event in events:
         ident, until = event.get("renews"), event.get("lease_until")
         if event.get("state") != INFO or not isinstance(ident, str) or not isinstance(until, str):
             continue
-        if _ISO.match(until) and (ident not in found or until > found[ident][0]):
-            owner = event.get("owner")
-            found[ident] = (until, owner.get("session") if isinstance(owner, dict) else None)
+        slot = (ident, _session(event))
+        if _ISO.match(until) and (slot not in found or until > found[slot]):
+            found[slot] = until
     return found
 
 
-def _renewed(claim: Event, renewals: dict[str, tuple[str, Any]]) -> Event:
+def _renewed(claim: Event, renewals: dict[tuple[str, Any], str]) -> Event:
     """The claim with the lease its owner renewed (heartbeats of the same session only, never shorter;
     a claim without a deadline stays without one)."""
-    renewal = renewals.get(event_id(claim))
+    renewed = renewals.get((event_id(claim), _session(claim)))
     until = claim.get("lease_until")
-    if renewal is None or not isinstance(until, str):
+    if renewed is None or not isinstance(until, str) or (_ISO.match(until) and until >= renewed):
         return claim
-    owner = claim.get("owner")
-    if not isinstance(owner, dict) or owner.get("session") != renewal[1]:
-        return claim
-    if _ISO.match(until) and until >= renewal[0]:
-        return claim
-    return {**claim, "lease_until": renewal[0], "renewed": True}
+    return {**claim, "lease_until": renewed, "renewed": True}
 
 
 def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
@@ -162,8 +162,18 @@ def fold(events: Iterable[Event], bad: list[BadLine] | None = None) -> Folded:
     events = list(events)
     renewals = _renewals(events)
     # Claims closed by id, wherever the closing event sits: the order of a merged history must not matter.
+    # A withdrawn claim never stood (it lost the remote arbitration), so what it superseded stays open:
+    # a claim taken over on a stale view of a renewed lease must not close the live claim it lost to.
+    withdrawn = {
+        ident
+        for event in events
+        if event.get("state") == FAILED and event.get("withdrawn")
+        for ident in _ids(event.get("claim")) or ()
+    }
     closed: set[str] = set()
     for event in events:
+        if event.get("state") == ATTEMPTING and event_id(event) in withdrawn:
+            continue
         named = _ids(event.get("supersedes") if event.get("state") == ATTEMPTING else event.get("claim"))
         if named and event.get("state") in (ATTEMPTING, DONE, FAILED):
             closed.update(named)
