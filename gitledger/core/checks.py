@@ -45,6 +45,11 @@ def is_github(spec: str) -> bool:
 
 def validate_spec(spec: str) -> str | None:
     """A reason why ``spec`` is not a valid check spec, or None (for config validation, no I/O)."""
+    try:
+        spec.encode("utf-8")
+    except UnicodeEncodeError:  # bytes from the command line that are not UTF-8 (surrogate escapes)
+        shown = spec.encode("utf-8", "backslashreplace").decode()
+        return f"check spec {shown!r} is not valid UTF-8 text; pass it (and a file: path) as UTF-8"
     name, sep, arg = spec.partition(":")
     if (name in ("ledger", "trailer", "github-pr", "github-branch") and not sep) or (
         name == "branch" and (not sep or _REMOTE_RE.match(arg))

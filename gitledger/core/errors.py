@@ -87,7 +87,11 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
-def last_line(stderr: bytes) -> str:
-    """The last non-blank line a process wrote to stderr, without git's ``fatal:``/``error:`` prefix."""
-    lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else "no message"
+def git_message(stderr: bytes) -> str:
+    """git's whole relevant message on one line: every ``fatal:``/``error:`` line (without the prefix),
+    joined with "; " (git often gives the cause first and a generic line last); without such lines, the
+    last non-blank line. Bounded, so a flood of errors stays one readable line."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    relevant = [line.split(":", 1)[1].strip() for line in lines if line.startswith(("fatal:", "error:"))]
+    text = "; ".join(dict.fromkeys(relevant)) if relevant else (lines[-1] if lines else "no message")
+    return text if len(text) <= 2000 else text[:1997] + "..."

@@ -52,8 +52,14 @@ Event = dict[str, Any]
 
 
 def encode_event(event: Event) -> bytes:
-    """One JSON line, keys sorted so the same event always has the same bytes."""
-    return json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """One JSON line, keys sorted so the same event always has the same bytes.
+
+    A lone surrogate (bytes that were not UTF-8, e.g. a command name from the command line) cannot be
+    written as UTF-8: it is written as the JSON escape ``\\udcff``, which is still valid JSON and reads
+    back as the same string, so no input can make an event unwritable.
+    """
+    text = json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "backslashreplace") + b"\n"
 
 
 @dataclass

@@ -51,6 +51,9 @@ def resolve(
         raise UsageError("give exactly one of --done and --forget")
     if ref is not None and not done:
         raise UsageError("--ref goes with --done")
+    if ref is not None and not _utf8(ref):
+        shown = ref.encode("utf-8", "backslashreplace").decode()
+        raise UsageError(f"--ref {shown!r} is not valid UTF-8 text; pass it as UTF-8")
     load_entry(session, key)
     intent = session.store.intent(key)
     if intent is None:
@@ -73,6 +76,14 @@ def resolve(
     session.store.append(intent, event, ANY_VERSION)
     summary: dict[str, Any] = session.store.load(intent).summary()
     return summary
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def pending(session: Session) -> list[Entry]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitledger.core.errors import CheckError, GitledgerError, last_line
+from gitledger.core.errors import CheckError, GitledgerError, git_message
 from gitledger.core.keys import TRAILER_TOKEN, StepKey
 from gitledger.git.repo import GitRepo
 
@@ -72,7 +72,7 @@ class TrailerCheck:
         if proc.returncode != 0:
             if not self.repo.resolve("HEAD") and not self.repo.out("for-each-ref", "--count=1"):
                 return None  # no commits at all: nothing can carry the trailer
-            raise CheckError(f"git log failed: {last_line(proc.stderr)}")
+            raise CheckError(f"git log failed: {git_message(proc.stderr)}")
         for line in proc.stdout.decode(errors="replace").splitlines():
             oid, _, values = line.partition("\0")
             if step.key in (v.strip() for v in values.split("\x01")):

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gitledger.core.errors import DamagedObjectError, GitError, UsageError, last_line
+from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_message
 
 
 def git_env() -> dict[str, str]:
@@ -199,7 +199,7 @@ class GitRepo:
             ["git", "init", "-q", "--bare", os.fspath(path)], capture_output=True, env=git_env()
         )
         if proc.returncode != 0:
-            raise GitError(f"git init failed: {last_line(proc.stderr)}")
+            raise GitError(f"git init failed: {git_message(proc.stderr)}")
         return cls.discover(path)
 
     @classmethod
@@ -266,7 +266,7 @@ class GitRepo:
         except subprocess.TimeoutExpired as exc:
             raise GitError(f"git {args[0]} did not answer within {timeout:.0f} s") from exc
         if check and proc.returncode != 0:
-            raise GitError(f"git {' '.join(args[:2])} failed: {last_line(proc.stderr)}")
+            raise GitError(f"git {' '.join(args[:2])} failed: {git_message(proc.stderr)}")
         return proc
 
     def out(self, *args: str, check: bool = True) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitledger.core.errors import ConflictError, GitError, GitledgerError, UsageError, last_line
+from gitledger.core.errors import ConflictError, GitError, GitledgerError, UsageError, git_message
 from gitledger.core.events import Entry, Event, encode_event
 from gitledger.core.protocol import Verdict
 from gitledger.core.store import Intent
@@ -292,7 +292,7 @@ class LedgerSync:
                 break
             self.sleep(0.05 * (attempt + 1))  # a concurrent 'git fetch' holds the tracking ref
         raise RemoteUnavailableError(
-            f"cannot fetch the ledger from '{self.remote}': {last_line(proc.stderr)}"
+            f"cannot fetch the ledger from '{self.remote}': {git_message(proc.stderr)}"
         )
 
     # -- merge -------------------------------------------------------------------------------------
@@ -303,7 +303,7 @@ class LedgerSync:
             return proc.stdout.decode().strip() or None
         if proc.returncode == 1:
             return None  # unrelated histories
-        raise GitError(f"git merge-base failed: {last_line(proc.stderr)}")
+        raise GitError(f"git merge-base failed: {git_message(proc.stderr)}")
 
     def _merge_note(self, left: str, right: str) -> str:
         ours, theirs = self.repo.read(left), self.repo.read(right)
@@ -407,7 +407,7 @@ class LedgerSync:
                 return False
             reason = "; ".join(f"{ref} {summary}" for ref, summary in sorted(rejected.items()))
             raise GitError(f"'{self.remote}' refused the ledger push: {reason}")
-        raise RemoteUnavailableError(f"cannot push the ledger to '{self.remote}': {last_line(proc.stderr)}")
+        raise RemoteUnavailableError(f"cannot push the ledger to '{self.remote}': {git_message(proc.stderr)}")
 
     # -- the loop ----------------------------------------------------------------------------------
 
@@ -536,7 +536,7 @@ class RemoteArbiter:
 def _values(repo: GitRepo, key: str) -> list[str]:
     proc = repo.run("config", "--get-all", key, check=False)
     if proc.returncode not in (0, 1):
-        raise GitError(f"git config --get-all {key} failed: {last_line(proc.stderr)}")
+        raise GitError(f"git config --get-all {key} failed: {git_message(proc.stderr)}")
     return proc.stdout.decode().splitlines()
 
 

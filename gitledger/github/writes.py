@@ -17,7 +17,7 @@ from typing import Any
 
 import github
 
-from gitledger.core.errors import GitError, UsageError, last_line
+from gitledger.core.errors import GitError, UsageError, git_message
 from gitledger.core.keys import KEY_RE, Names, StepKey, branch_for, label_for
 from gitledger.git.repo import GitRepo
 from gitledger.github.client import MAX_BODY, GitHubContext, describe, is_unknown_outcome
@@ -131,7 +131,7 @@ def ensure_remote_branch(repo: GitRepo, remote: str, branch: str, redact: Any = 
         raise UsageError("HEAD has no commit to push; commit the change before opening a pull request")
     listed = repo.run("ls-remote", "--heads", remote, ref, check=False, timeout=GIT_NETWORK_TIMEOUT)
     if listed.returncode != 0:
-        raise GitError(clean(f"cannot list branches of remote {remote!r}: {last_line(listed.stderr)}"))
+        raise GitError(clean(f"cannot list branches of remote {remote!r}: {git_message(listed.stderr)}"))
     if any(line.split("\t")[-1] == ref for line in listed.stdout.decode().splitlines()):
         return False
     pushed = repo.run(
@@ -146,7 +146,7 @@ def ensure_remote_branch(repo: GitRepo, remote: str, branch: str, redact: Any = 
             reason = parts[2]
             if any(word in reason for word in ("fetch first", "non-fast-forward", "already exists")):
                 return False
-    raise GitError(clean(f"git push to {remote!r} failed: {last_line(pushed.stderr)}"))
+    raise GitError(clean(f"git push to {remote!r} failed: {git_message(pushed.stderr)}"))
 
 
 # -- pull requests ----------------------------------------------------------------------------------------

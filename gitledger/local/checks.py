@@ -7,7 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitledger.core.errors import CheckError, last_line
+from gitledger.core.errors import CheckError, git_message
 from gitledger.core.keys import StepKey
 from gitledger.local.command import step_env
 
@@ -66,7 +66,7 @@ class CommandCheck:
             return proc.stdout.decode(errors="replace").strip() or self.spec
         if proc.returncode == 1:
             return None
-        detail = last_line(proc.stderr) if proc.stderr.strip() else "no message"
+        detail = git_message(proc.stderr) if proc.stderr.strip() else "no message"
         raise CheckError(f"check command exited {proc.returncode} (expected 0 or 1): {detail}")
 
 

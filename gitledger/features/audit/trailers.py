@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitledger.core.errors import GitledgerError, last_line
+from gitledger.core.errors import GitledgerError, git_message
 from gitledger.core.keys import (
     KEY_RE,
     TRAILER_TOKEN,
@@ -147,7 +147,7 @@ def fetch_heads(scan: ScanRepo, pulls: Sequence[Pull], redact: Callable[[str], s
         "fetch", "--quiet", "--no-tags", "--prune", *filt, scan.source, *refspecs, timeout=GIT_NETWORK_TIMEOUT
     )
     if code != 0:
-        raise FetchError(redact(f"git fetch of the pull request heads failed: {last_line(err)}"))
+        raise FetchError(redact(f"git fetch of the pull request heads failed: {git_message(err)}"))
     bases = sorted({p.base_sha for p in pulls if p.base_sha})
     missing = [sha for sha, present in _present(scan, bases).items() if not present]
     if missing:
@@ -189,7 +189,7 @@ def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> tuple[dict[int, 
         "for-each-ref", f"--format=%(refname)%00%(objectname)%00{_TRAILER_FORMAT}", PULL_REFS
     )
     if code != 0:
-        raise FetchError(f"git for-each-ref failed: {last_line(err)}")
+        raise FetchError(f"git for-each-ref failed: {git_message(err)}")
     heads: dict[int, str] = {}
     keys: dict[int, set[str]] = defaultdict(set)
     for line in out.decode(errors="replace").splitlines():
@@ -221,7 +221,7 @@ def read_trailers_git(scan: ScanRepo, pulls: Sequence[Pull]) -> tuple[dict[int, 
             input=revs.encode(),
         )
         if code != 0:
-            raise FetchError(f"git log failed: {last_line(err)}")
+            raise FetchError(f"git log failed: {git_message(err)}")
         commits: dict[str, tuple[list[str], set[str]]] = {}
         for record in out.decode(errors="replace").split("\x1e"):
             parts = record.strip("\n").split("\x1f")
