@@ -7,7 +7,7 @@ import pytest
 
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import KEY_RE, Content, StepKey, parse_key
-from tests.helpers import run_gitledger
+from tests.helpers import init_repo, run_gitledger
 
 
 def test_same_inputs_same_key_across_processes(tmp_path):
@@ -72,3 +72,26 @@ def test_non_canonical_arguments_are_rejected():
         Content.args({"x": object()})
     with pytest.raises(UsageError, match="NaN"):
         Content.args({"x": float("nan")})
+
+
+def test_ascii_keys_are_unchanged_by_the_nfc_rule():
+    # computed before task and step names were normalised: a key format change would move every key
+    assert StepKey.derive("T-1", "deploy", Content.empty()).key == "t-1.deploy.2635ec809c5c576763679077"
+
+
+def test_nfc_and_nfd_spellings_of_a_name_give_one_key(tmp_path):
+    import unicodedata
+
+    nfc, nfd = "Café-Ω", unicodedata.normalize("NFD", "Café-Ω")
+    assert nfc != nfd
+    a = StepKey.derive(nfc, f"publish-{nfd}", Content.text("x"))
+    b = StepKey.derive(nfd, f"publish-{nfc}", Content.text("x"))
+    assert a.key == b.key and a.digest == b.digest and a.task == nfc
+    # the content is data, not a name: hashed as given
+    assert StepKey.derive("T", "s", Content.text(nfc)).key != StepKey.derive("T", "s", Content.text(nfd)).key
+    init_repo(tmp_path / "r")
+    by_cli = [
+        json.loads(run_gitledger("key", "-t", task, "-s", "s", "--json", cwd=tmp_path / "r").stdout)["key"]
+        for task in (nfc, nfd)
+    ]
+    assert by_cli[0] == by_cli[1]

@@ -5,6 +5,9 @@ process, on any machine, after any restart. It is never random and never time ba
 
 ``digest = sha256(canonical encoding of ("gitledger/1", task, step, content kind, content))``
 
+Task and step names are put in Unicode NFC first (:func:`normalize_name`): the NFC and NFD spellings of
+a name give one key; ASCII names are unchanged. Content is hashed as given (it is data, not a name).
+
 and the key is ``<task-slug>.<step-slug>.<first 24 hex digits of the digest>``. The slugs only make the
 key readable; the digest alone makes it unique (the full task and step text is hashed). Content is one
 of: text (``--content``), a file's bytes (``--content-file``; the same bytes as the text give the same
@@ -47,6 +50,23 @@ TRAILER_TOKEN = "Gitledger-Key"
 KEY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*\.[a-z0-9][a-z0-9_-]*\.[0-9a-f]{24}$")
 _SLUG_DROP = re.compile(r"[^a-z0-9_]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def normalize_name(value: str) -> str:
+    """A task or step name in Unicode NFC, the form keys are computed from.
+
+    "é" typed as one code point (NFC, what keyboards send) or as "e" + a combining accent (NFD, what
+    macOS file names and some tools produce) is one name and must give one key. ASCII names are
+    unchanged. Text that cannot be normalised (lone surrogates from non-UTF-8 bytes) is returned as
+    it is, for :func:`validate_name` to refuse.
+    """
+    if value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value
+    return unicodedata.normalize("NFC", value)
 
 
 def validate_name(value: str, what: str) -> str:
@@ -248,6 +268,7 @@ class StepKey(DerivedNames):
     def derive(
         cls, task: str, step: str, content: Content | None = None, names: Names | None = None
     ) -> StepKey:
+        task, step = normalize_name(task), normalize_name(step)
         validate_name(task, "task")
         validate_name(step, "step")
         digest = compute_digest(task, step, content or Content.empty())
