@@ -5,6 +5,7 @@ Example::
     remote: origin            # the remote 'sync' and remote claims use
     claims: local             # or 'remote': push each claim to the remote before acting
     lease: 900                # seconds a claim holds against owners on other hosts
+    settle: 15                # seconds a lost write may still land (default per effect kind)
     on_unconfirmed: fail      # fail | retry | skip
     prefixes:
       branch: gitledger/
@@ -52,6 +53,7 @@ class StepConfig:
     checks: tuple[str, ...] | None = None
     on_unconfirmed: str | None = None
     lease: float | None = None
+    settle: float | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class Config:
     remote: str | None = None
     claims: str = "local"
     lease: float | None = None
+    settle: float | None = None
     on_unconfirmed: str | None = None
     names: Names = field(default_factory=Names)
     github_repo: str | None = None
@@ -142,6 +145,14 @@ class _Reader:
             )
         return float(value)
 
+    def settle(self, node: Any, where: str) -> float:
+        from gitledger.core.policy import MAX_SETTLE
+
+        value = self.scalar(node, where)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SETTLE:
+            raise self.fail(node, f"{where} must be 0 to {MAX_SETTLE:.0f} seconds, e.g. 15")
+        return float(value)
+
     def checks(self, node: Any, where: str) -> tuple[str, ...]:
         import yaml
 
@@ -176,7 +187,18 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps", "agent"),
+        (
+            "version",
+            "remote",
+            "claims",
+            "lease",
+            "settle",
+            "on_unconfirmed",
+            "prefixes",
+            "github",
+            "steps",
+            "agent",
+        ),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -187,6 +209,8 @@ def parse(text: str, path: Path) -> Config:
         settings["claims"] = r.string(top["claims"], "claims", ("local", "remote"))
     if "lease" in top:
         settings["lease"] = r.seconds(top["lease"], "lease")
+    if "settle" in top:
+        settings["settle"] = r.settle(top["settle"], "settle")
     if "on_unconfirmed" in top:
         settings["on_unconfirmed"] = r.string(top["on_unconfirmed"], "on_unconfirmed", ON_UNCONFIRMED)
     if "prefixes" in top:
@@ -220,7 +244,7 @@ def parse(text: str, path: Path) -> Config:
         steps: dict[str, StepConfig] = {}
         for name, node in r.mapping(top["steps"], "steps", ()).items():
             where = f"steps.{name}"
-            opts = r.mapping(node, where, ("checks", "on_unconfirmed", "lease"))
+            opts = r.mapping(node, where, ("checks", "on_unconfirmed", "lease", "settle"))
             steps[name] = StepConfig(
                 checks=r.checks(opts["checks"], f"{where}.checks") if "checks" in opts else None,
                 on_unconfirmed=(
@@ -229,6 +253,7 @@ def parse(text: str, path: Path) -> Config:
                     else None
                 ),
                 lease=r.seconds(opts["lease"], f"{where}.lease") if "lease" in opts else None,
+                settle=r.settle(opts["settle"], f"{where}.settle") if "settle" in opts else None,
             )
         settings["steps"] = steps
     if "agent" in top:

@@ -167,7 +167,13 @@ class Session:
             return BranchCheck(client)
         return CommentCheck(client, int(arg))
 
-    def policy(self, step: str, on_unconfirmed: str | None = None, lease: float | None = None) -> StepPolicy:
+    def policy(
+        self,
+        step: str,
+        on_unconfirmed: str | None = None,
+        lease: float | None = None,
+        settle: float | None = None,
+    ) -> StepPolicy:
         """The step's policy: the given values, else the step's settings, else the repository's."""
         step_cfg = self.config.step(step)
         return merge_policy(
@@ -175,6 +181,7 @@ class Session:
             lease,
             (step_cfg.on_unconfirmed, step_cfg.lease),
             (self.config.on_unconfirmed, self.config.lease),
+            (settle, step_cfg.settle, self.config.settle),
         )
 
 

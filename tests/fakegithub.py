@@ -99,6 +99,7 @@ __all__ = [
     "delay",
     "drop_after_effect",
     "drop_before_effect",
+    "late_effect",
     "rate_limit",
     "secondary_rate_limit",
     "status",
@@ -156,6 +157,7 @@ class Fault:
             "rate_limit": f"rate_limit({self.retry_after}, status={self.code})",
             "secondary_rate_limit": f"secondary_rate_limit({self.retry_after}, status={self.code})",
             "delay": f"delay({self.seconds})",
+            "late_effect": f"late_effect({self.seconds}, {self.code})",
         }.get(self.kind, f"{self.kind}()")
 
 
@@ -186,6 +188,14 @@ def drop_after_effect() -> Fault:
     return Fault("drop_after_effect")
 
 
+def late_effect(seconds: float, code: int = 502) -> Fault:
+    """Answer HTTP ``code`` at once without performing the request, then perform it ``seconds`` later
+    (GitHub answering 502 for a write its backend applies a moment afterwards)."""
+    if not 500 <= code <= 599:
+        raise ValueError(f"late_effect answers a 5xx status, got {code}")
+    return Fault("late_effect", code=code, seconds=float(seconds), message=_REASONS.get(code, "Error"))
+
+
 def drop_before_effect() -> Fault:
     """Close the connection without performing the request or sending any response."""
     return Fault("drop_before_effect")
@@ -207,6 +217,8 @@ def fault_from_json(spec: Mapping[str, Any]) -> Fault:
         return maker(int(spec.get("retry_after", 60)), status=int(spec.get("status", 403)))
     if kind == "drop_after_effect":
         return drop_after_effect()
+    if kind == "late_effect":
+        return late_effect(float(spec.get("seconds", 1.0)), int(spec.get("status", 502)))
     if kind == "drop_before_effect":
         return drop_before_effect()
     if kind == "delay":
@@ -1315,6 +1327,14 @@ class FakeGitHub:
         body_for_record = _loads_or_none(raw_body)
         if fault is not None and fault.kind in ("status", "rate_limit", "secondary_rate_limit"):
             resp = self._fault_response(fault)
+        elif fault is not None and fault.kind == "late_effect":
+            late = _Request(method, raw_path, path, query, pairs, handler.headers, None)
+            timer = threading.Timer(fault.seconds, self._late, (late, raw_body))
+            timer.daemon = True
+            timer.start()
+            resp = _Response(
+                fault.code, {"message": fault.message, "documentation_url": DOCS, "status": str(fault.code)}
+            )
         elif fault is not None and fault.kind == "drop_before_effect":
             self._record(RecordedRequest(method, path, query, None, body_for_record, fault_name))
             handler.close_connection = True
@@ -1336,6 +1356,14 @@ class FakeGitHub:
             ),
             refund_on_304=fault is None or fault.kind in ("delay", "drop_after_effect"),
         )
+
+    def _late(self, req: _Request, raw_body: bytes) -> None:
+        """Perform a request whose client was already told it failed (the ``late_effect`` fault)."""
+        try:
+            self._api(req, raw_body)
+        except Exception:  # a failure here is a bug of the fake: report it like the others
+            with self._lock:
+                self.errors.append(traceback.format_exc())
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
         with self._lock:

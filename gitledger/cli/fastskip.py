@@ -28,6 +28,7 @@ _VALUE_OPTIONS = {
     "--check": "check",
     "--on-unconfirmed": "on_unconfirmed",
     "--lease": "lease",
+    "--settle": "settle",
     "--github-repo": "github_repo",
     "--remote": "remote",  # a done key is skipped in any claim mode: the remote is not needed
     "--repo": "repo",
@@ -105,7 +106,7 @@ def _skip(v: dict[str, object]) -> int | None:
         Path(content_file) if content_file is not None else None,
         list(v["arg"]),  # type: ignore[call-overload]
     )
-    lease = opt("lease")
+    lease, settle = opt("lease"), opt("settle")
     request = StepRequest(
         str(v["task"]),
         str(v["step"]),
@@ -113,6 +114,7 @@ def _skip(v: dict[str, object]) -> int | None:
         list(v["check"]),  # type: ignore[call-overload]
         opt("on_unconfirmed"),
         float(lease) if lease is not None else None,
+        float(settle) if settle is not None else None,
     )
     with open_session(opt("repo"), opt("github_repo")) as session:
         check_command(list(v["command"]), session.cwd)  # type: ignore[call-overload]

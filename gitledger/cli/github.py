@@ -167,6 +167,16 @@ def comment_command(
     content: str | None = CONTENT,
     content_file: Path | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
+    settle: float = typer.Option(
+        15.0,
+        "--settle",
+        help=(
+            "When GitHub gives no definite answer to the post: look for the comment this many seconds "
+            "before giving up (it may land late; it is never posted twice)."
+        ),
+        min=0,
+        max=600,
+    ),
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
@@ -184,7 +194,7 @@ def comment_command(
         step_key = _step(ws, task, step, content, content_file, arg)
         ctx = ws.github()
         try:
-            outcome = post_comment(ctx, step_key, number, text)
+            outcome = post_comment(ctx, step_key, number, text, settle=settle)
         finally:
             ctx.close()
         _report(outcome, "comment", json_out, ctx.calls.as_dict())

@@ -33,6 +33,16 @@ LEASE = typer.Option(
     help="Seconds a claim holds against processes on other hosts (default 900).",
     show_default=False,
 )
+SETTLE = typer.Option(
+    None,
+    "--settle",
+    help=(
+        "Seconds a write whose answer was lost may still land: a rerun within that time after a failed "
+        "or abandoned attempt waits for the rest before asking reality (default per check kind: "
+        "github-comment 15, others 0; also 'settle:' in .gitledger.yml)."
+    ),
+    show_default=False,
+)
 REMOTE = typer.Option(
     None,
     "--remote",
@@ -67,6 +77,7 @@ def run_step_command(
     check: list[str] | None = CHECK,
     on_unconfirmed: str | None = ON_UNCONFIRMED,
     lease: float | None = LEASE,
+    settle: float | None = SETTLE,
     remote: str | None = REMOTE,
     allow_offline: bool = ALLOW_OFFLINE,
     github_repo: str | None = GITHUB_REPO,
@@ -96,7 +107,13 @@ def run_step_command(
     from gitledger.session import open_session
 
     request = StepRequest(
-        task, step, content_from_options(content, content_file, arg), check or (), on_unconfirmed, lease
+        task,
+        step,
+        content_from_options(content, content_file, arg),
+        check or (),
+        on_unconfirmed,
+        lease,
+        settle,
     )
     with open_session(repo, github_repo) as session:
         result = run_step(

@@ -48,7 +48,7 @@ from gitledger.core.errors import (
 from gitledger.core.events import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
 from gitledger.core.keys import StepKey
 from gitledger.core.owner import Owner, claims_running, is_dead
-from gitledger.core.policy import DEFAULT_LEASE, StepPolicy
+from gitledger.core.policy import DEFAULT_LEASE, StepPolicy, settle_wait
 from gitledger.core.renewal import ClaimLostError, Renewal, interval_for
 from gitledger.core.store import ANY_VERSION, Intent, Store
 
@@ -187,8 +187,10 @@ class StepRunner:
         clock: Callable[[], float] = time.time,
         arbiter: Arbiter | None = None,
         renew: bool = True,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
+        self.sleep = sleep
         self.renew_claims = renew
         self.owner = owner or Owner.current()
         self.clock = clock
@@ -364,6 +366,14 @@ class StepRunner:
                         StepResult(SKIPPED, step.key, message="unconfirmed step assumed done"), warnings
                     )
             if queries_reality:
+                wait = settle_wait(entry, policy.settle_for(specs), self.clock())
+                if wait > 0:  # an earlier attempt's write may still land: let it, then look
+                    warnings.append(
+                        f"waited {wait:.1f} s for a possibly late write of an earlier attempt to land "
+                        "before asking reality (settle)"
+                    )
+                    self.sleep(wait)
+                    continue
                 found = self.query(step, checks)
                 if found is not None:
                     spec, ref = found

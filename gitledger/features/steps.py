@@ -28,6 +28,7 @@ class StepRequest:
     checks: Sequence[str] = ()
     on_unconfirmed: str | None = None
     lease: float | None = None
+    settle: float | None = None
 
 
 @dataclass
@@ -43,7 +44,7 @@ def plan_step(session: Session, request: StepRequest) -> StepPlan:
     return StepPlan(
         StepKey.derive(request.task, request.step, request.content, cfg.names),
         session.checks(request.checks or cfg.step(request.step).checks or ()),
-        session.policy(request.step, request.on_unconfirmed, request.lease),
+        session.policy(request.step, request.on_unconfirmed, request.lease, request.settle),
     )
 
 

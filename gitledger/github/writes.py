@@ -11,7 +11,8 @@ Imported lazily: it imports PyGithub through :mod:`gitledger.github.client`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ import github
 
 from gitledger.core.errors import GitError, UsageError, git_message
 from gitledger.core.keys import KEY_RE, Names, StepKey, branch_for, label_for
+from gitledger.core.policy import SETTLE_DEFAULTS
 from gitledger.git.repo import GitRepo
 from gitledger.github.client import MAX_BODY, GitHubContext, describe, is_unknown_outcome
 from gitledger.github.settings import GitHubError, WriteUnknownError
@@ -270,11 +272,22 @@ def open_pull_request(
 # -- comments -------------------------------------------------------------------------------------------
 
 
-def post_comment(ctx: GitHubContext, step: StepKey, number: int, body: str) -> Outcome:
+def post_comment(
+    ctx: GitHubContext,
+    step: StepKey,
+    number: int,
+    body: str,
+    *,
+    settle: float = SETTLE_DEFAULTS["github-comment"],
+    sleep: Callable[[float], None] = time.sleep,
+) -> Outcome:
     """Post the comment of ``step`` on issue/PR ``number`` once (the marker identifies it).
 
     A comment carrying the marker → ``existing``. A 5xx, timeout or dropped connection on the post →
-    look again: found → ``existing``; absent → an error saying a rerun is safe.
+    the comment may still land (GitHub sometimes applies a write it answered with a 502): look again
+    about once a second for ``settle`` seconds; found → ``existing``; still absent → an error saying a
+    rerun is safe (``run-step`` then waits out what is left of the window before it looks again).
+    Comments have no uniqueness rule on GitHub's side, so a write is never re-sent here.
     """
     if number <= 0:
         raise UsageError(f"issue number must be positive, not {number}")
@@ -289,13 +302,19 @@ def post_comment(ctx: GitHubContext, step: StepKey, number: int, body: str) -> O
             raise
         if not is_unknown_outcome(exc):
             raise ctx.error(exc, f"comment on #{number}") from exc
-        again = ctx.find_comment(number, step.marker)
-        if again is not None:
-            return Outcome(EXISTING, again, number, "comment")
+        deadline = time.monotonic() + settle
+        for _ in range(int(settle) + 2):  # bounded: about one look a second
+            again = ctx.find_comment(number, step.marker)
+            if again is not None:
+                return Outcome(EXISTING, again, number, "comment")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            sleep(min(1.0, left))
         raise WriteUnknownError(
             ctx.redact(
                 f"commenting on #{number} for {step.key} got no definite answer ({describe(exc)}), and "
-                "no such comment exists now; rerun to try again (it will look first)"
+                f"no such comment appeared within {settle:.0f} s; rerun to try again (it will look first)"
             )
         ) from exc
     return Outcome(CREATED, comment.html_url, number)
