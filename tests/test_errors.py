@@ -10,7 +10,7 @@ import pytest
 
 from gitledger.core.errors import git_message
 from gitledger.core.events import encode_event, parse_events
-from tests.helpers import git, run_gitledger
+from testing.repos import git, run_gitledger
 
 NOT_UTF8 = os.fsdecode(b"a\xffb")  # what Python makes of a non-UTF-8 argument: a lone surrogate
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import gitledger_argv, run_gitledger
+from testing.repos import gitledger_argv, run_gitledger
 
 # The command: note each signal it gets, keep running 0.5 s after the first (time for a repeated one to
 # arrive), then exit with $EXIT (7 by default: "failed after an interrupt").

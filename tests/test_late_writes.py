@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, late_effect
+from testing.fakegithub import FakeGitHub, late_effect
+from testing.repos import gitledger_argv, run_gitledger
 from tests.github_support import REPO, clone, context, fast_env
-from tests.helpers import gitledger_argv, run_gitledger
 
 COMMENTS = r"^/repos/acme/widgets/issues/\d+/comments$"
 

@@ -22,7 +22,7 @@ from gitledger.core.events import ATTEMPTING
 from gitledger.core.owner import Owner, is_dead, machine_id, pid_namespace, process_start
 from gitledger.core.protocol import StepRunner, iso
 from gitledger.core.store import MemoryStore
-from tests.helpers import gitledger_argv, run_gitledger
+from testing.repos import gitledger_argv, run_gitledger
 
 HERE = Owner.current()
 

@@ -20,7 +20,7 @@ from gitledger.core.owner import Owner
 from gitledger.core.policy import StepPolicy
 from gitledger.core.protocol import ActionResult, Claim, StepRunner, iso
 from gitledger.core.store import ANY_VERSION, Intent, MemoryStore
-from tests.helpers import git, gitledger_argv, init_repo, run_gitledger
+from testing.repos import git, gitledger_argv, init_repo, run_gitledger
 
 LEASE = 2.0
 RUNS_FOR = 3 * LEASE

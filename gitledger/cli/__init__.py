@@ -6,28 +6,42 @@ imported inside the commands that need them so that ``run-step`` on a done key s
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 
-from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError, Interrupted
+from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, GitledgerError, Interrupted
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit code. Errors become one line on stderr."""
+    """Run the CLI; return the exit code. Errors become one line on stderr, bugs included."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "mcp-proxy":  # long-lived and lean: no typer on its path
+        from gitledger.cli.mcp_proxy import main as mcp_proxy
+
+        return mcp_proxy(args[1:])
     if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
         from gitledger.cli.agent_hook import run
 
         return run(args[1:])
     restore = _catch_signals()
     try:
-        return _main(args)
+        return _dispatch(args)
     except (Interrupted, KeyboardInterrupt) as exc:
         import signal
 
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         print(f"gitledger: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
         return 128 + signum
+    except Exception as exc:
+        if os.environ.get("GITLEDGER_DEBUG"):
+            raise
+        print(
+            f"gitledger: internal error (a bug in gitledger): {type(exc).__name__}: {exc}; nothing more "
+            "was done. Rerun with GITLEDGER_DEBUG=1 to see where, and please report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
     finally:
         restore()
 
@@ -62,7 +76,8 @@ def _catch_signals() -> Callable[[], None]:
     return restore
 
 
-def _main(args: list[str]) -> int:
+def _dispatch(args: list[str]) -> int:
+    """The fast skip when it can answer, else the typer application."""
     from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
@@ -72,7 +87,7 @@ def _main(args: list[str]) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import agent, audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
     command = typer.main.get_command(app)
