@@ -12,6 +12,7 @@ import contextlib
 import getpass
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -57,7 +58,8 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], what: str, log: Path | 
             time.sleep(0.05)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], group: bool = False) -> None:
+    """Stop a server (with ``group``: its whole process group, e.g. fcgiwrap's prefork children)."""
     if proc.poll() is None:
         proc.terminate()
         try:
@@ -65,6 +67,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    if group:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGTERM)
 
 
 def _binary(name: str) -> str:
@@ -155,7 +160,7 @@ def http_server(tmp: Path) -> Iterator[Served]:
     conf.write_text(NGINX_CONF.format(user=user, tmp=work, port=port, backend=backend, root=root))
     wrap = subprocess.Popen(
         [fcgiwrap, "-c", "4", "-s", f"unix:{work}/fcgiwrap.sock"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0,
     )  # fmt: skip
     server = None
     try:
@@ -173,7 +178,7 @@ def http_server(tmp: Path) -> Iterator[Served]:
     finally:
         if server is not None:
             _stop(server)
-        _stop(wrap)
+        _stop(wrap, group=True)
 
 
 SSHD_CONF = """

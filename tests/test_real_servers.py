@@ -110,19 +110,20 @@ def test_racing_clones_never_answer_unconfirmed(served: Served, tmp_path: Path) 
 def test_a_long_step_keeps_its_claim_against_the_other_clone(served: Served, tmp_path: Path) -> None:
     lease, runs_for = 2.0, 6.0
     _, (a, b) = clones(served, tmp_path)
-    effect = tmp_path / "effect"
+    effect, started = tmp_path / "effect", tmp_path / "started"
     env = {**os.environ, "GITLEDGER_MACHINE_ID": "machine-a"}
     first = subprocess.Popen(
         gitledger_argv(
             "run-step", "-t", "T", "-s", "long", "-c", f"file:{effect}", "--lease", str(lease),
-            "--remote", "origin", "--json", "--", "sh", "-c", f'sleep {runs_for}; echo x >> "{effect}"',
+            "--remote", "origin", "--json", "--", "sh", "-c",
+            f'echo up > "{started}"; sleep {runs_for}; echo x >> "{effect}"',
         ),
         cwd=a, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    end = time.monotonic() + 30
-    while '"attempting"' not in run_gitledger("list", "--json", cwd=a).stdout and time.monotonic() < end:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    end = time.monotonic() + 60
+    while not started.exists() and first.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)  # the command starts once the remote has accepted the claim
+    assert started.exists(), first.communicate()
     statuses = []
     deadline = time.monotonic() + runs_for + 60
     while first.poll() is None and time.monotonic() < deadline:
@@ -136,5 +137,7 @@ def test_a_long_step_keeps_its_claim_against_the_other_clone(served: Served, tmp
     out, err = first.communicate(timeout=60)
     assert json.loads(out)["status"] == "created", err
     assert effect.read_text() == "x\n", statuses
-    during = statuses[:-1] if statuses and statuses[-1] != "in_progress" else statuses
-    assert during and set(during) == {"in_progress"}, statuses
+    # while the command ran: in_progress; once its effect exists the other clone may find it
+    # (already_existed, when the last renewed lease ran out before the outcome was pushed) or skip it
+    assert set(statuses) <= {"in_progress", "already_existed", "skipped"}, statuses
+    assert statuses.count("in_progress") >= runs_for - 2, statuses
