@@ -7,6 +7,7 @@ this module.
 from gitledger.core.errors import (
     EXIT_ERROR,
     EXIT_IN_PROGRESS,
+    EXIT_INTERNAL,
     EXIT_OK,
     EXIT_UNCONFIRMED,
     EXIT_USAGE,
@@ -23,6 +24,7 @@ from gitledger.core.errors import (
 __all__ = [
     "EXIT_ERROR",
     "EXIT_IN_PROGRESS",
+    "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_UNCONFIRMED",
     "EXIT_USAGE",

@@ -6,19 +6,38 @@ imported inside the commands that need them so that ``run-step`` on a done key s
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, GitledgerError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit code. Errors become one line on stderr."""
+    """Run the CLI; return the exit code. Errors become one line on stderr, bugs included."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
         from gitledger.cli.agent_hook import run
 
         return run(args[1:])
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("gitledger: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("GITLEDGER_DEBUG"):
+            raise
+        print(
+            f"gitledger: internal error (a bug in gitledger): {type(exc).__name__}: {exc}; nothing more "
+            "was done. Rerun with GITLEDGER_DEBUG=1 to see where, and please report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _dispatch(args: list[str]) -> int:
+    """The fast skip when it can answer, else the typer application."""
     from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
@@ -41,9 +60,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("gitledger: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         # click's usage errors (vendored by typer) carry format_message() and exit_code.
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):

@@ -11,6 +11,7 @@ Exit codes (the CLI contract):
  1    an error of gitledger itself or of its environment
  2    usage or configuration error (bad flag, bad YAML, bad spec)
  3    unconfirmed: a ledger-only step was left attempting
+ 70   internal error: a bug in gitledger (one line; GITLEDGER_DEBUG=1 shows the traceback)
  75   in_progress: another live owner holds the step
  N    the guarded command's own non-zero exit code
 ====  ==========================================================
@@ -22,6 +23,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_UNCONFIRMED = 3
+EXIT_INTERNAL = 70  # sysexits' EX_SOFTWARE
 EXIT_IN_PROGRESS = 75
 
 
