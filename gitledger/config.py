@@ -23,6 +23,16 @@ Example::
         github:               # extends the built-in profile: these tools replace its rules
           tools:
             merge_pull_request: {key: [owner, repo, pullNumber], task: optional}
+    agent:                    # the agent guard (docs/agents.md)
+      task_branch: "agent/(?P<task>[^/]+)"   # the task from the branch name
+      one_pr_per_task: true
+      rules:                  # more tool calls to guard
+        - tool: "mcp__forge__open_merge_request"          # regex, whole tool name
+          effect: pr                                        # pr | comment | issue | push
+          fields: {repo: project, head: source_branch, base: target_branch}
+        - command: "hub pull-request"                     # the command's first words
+          effect: pr
+          fields: {head: "--head", base: "--base", title: "--message"}
 
 A bad file raises :class:`~gitledger.errors.ConfigError` naming the file, the line and the fix.
 """
@@ -89,6 +99,23 @@ class McpProfile:
 
 
 @dataclass(frozen=True)
+class AgentRule:
+    """One extra call the agent guard recognises: a tool name pattern or a command's first words."""
+
+    effect: str
+    fields: tuple[tuple[str, str], ...]  # (effect field, tool_input key | option such as --head | argN)
+    tool: str | None = None  # a regular expression matched against the whole tool name
+    command: tuple[str, ...] | None = None  # the first words of a shell command
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    task_branch: str | None = None
+    one_pr_per_task: bool = True
+    rules: tuple[AgentRule, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path | None = None
     remote: str | None = None
@@ -100,6 +127,7 @@ class Config:
     github_api_url: str | None = None
     steps: dict[str, StepConfig] = field(default_factory=dict)
     mcp_profiles: dict[str, McpProfile] = field(default_factory=dict)
+    agent: AgentConfig = field(default_factory=AgentConfig)
 
     def step(self, name: str) -> StepConfig:
         return self.steps.get(name, StepConfig())
@@ -193,7 +221,7 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps", "mcp"),
+        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps", "agent", "mcp"),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -248,6 +276,8 @@ def parse(text: str, path: Path) -> Config:
                 lease=r.seconds(opts["lease"], f"{where}.lease") if "lease" in opts else None,
             )
         settings["steps"] = steps
+    if "agent" in top:
+        settings["agent"] = _agent(r, top["agent"])
     if "mcp" in top:
         mcp = r.mapping(top["mcp"], "mcp", ("profiles",))
         if "profiles" in mcp:
@@ -256,6 +286,58 @@ def parse(text: str, path: Path) -> Config:
                 for name, node in r.mapping(mcp["profiles"], "mcp.profiles", ()).items()
             }
     return Config(**settings)
+
+
+def _agent(r: _Reader, node: Any) -> AgentConfig:
+    import yaml
+
+    from gitledger.core.effects import FIELDS, KINDS
+    from gitledger.core.task import pattern_problem
+
+    opts = r.mapping(node, "agent", ("task_branch", "one_pr_per_task", "rules"))
+    out: dict[str, Any] = {}
+    if "task_branch" in opts:
+        pattern = r.string(opts["task_branch"], "agent.task_branch")
+        problem = pattern_problem(pattern)
+        if problem:
+            raise r.fail(opts["task_branch"], problem)
+        out["task_branch"] = pattern
+    if "one_pr_per_task" in opts:
+        value = r.scalar(opts["one_pr_per_task"], "agent.one_pr_per_task")
+        if not isinstance(value, bool):
+            raise r.fail(opts["one_pr_per_task"], "agent.one_pr_per_task must be true or false")
+        out["one_pr_per_task"] = value
+    if "rules" in opts:
+        if not isinstance(opts["rules"], yaml.SequenceNode):
+            raise r.fail(opts["rules"], "agent.rules must be a list of rules")
+        rules = []
+        for i, item in enumerate(opts["rules"].value):
+            where = f"agent.rules[{i}]"
+            rule = r.mapping(item, where, ("tool", "command", "effect", "fields"))
+            if ("tool" in rule) == ("command" in rule):
+                raise r.fail(item, f"{where} needs exactly one of 'tool' (a tool name pattern) or 'command'")
+            effect = r.string(rule["effect"], f"{where}.effect", KINDS) if "effect" in rule else None
+            if effect is None:
+                raise r.fail(item, f"{where} needs 'effect': one of {', '.join(KINDS)}")
+            fields: list[tuple[str, str]] = []
+            if "fields" in rule:
+                for name, value_node in r.mapping(rule["fields"], f"{where}.fields", FIELDS[effect]).items():
+                    fields.append((name, r.string(value_node, f"{where}.fields.{name}")))
+            tool = command = None
+            if "tool" in rule:
+                tool = r.string(rule["tool"], f"{where}.tool")
+                try:
+                    re.compile(tool)
+                except re.error as exc:
+                    raise r.fail(
+                        rule["tool"], f"{where}.tool is not a valid regular expression ({exc})"
+                    ) from exc
+            else:
+                words = r.string(rule["command"], f"{where}.command").split()
+                command = tuple(words)
+            rules.append(AgentRule(effect, tuple(fields), tool, command))
+        out["rules"] = tuple(rules)
+    return AgentConfig(**out)
 
 
 _TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
