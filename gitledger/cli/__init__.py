@@ -15,6 +15,10 @@ from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "mcp-proxy":  # long-lived and lean: no typer on its path
+        from gitledger.cli.mcp_proxy import main as mcp_proxy
+
+        return mcp_proxy(args[1:])
     from gitledger.fastpath import try_skip
 
     skipped = try_skip(args)

@@ -141,11 +141,12 @@ class _SerialStore:
             self._store.close()
 
 
-def similar_text(a: str, b: str) -> bool:
-    """Are two free texts near-duplicates? (the test shared with the agent guard)"""
-    from gitledger.core.similarity import near_duplicate  # type: ignore[import-not-found]
+def similar_text(a: str, b: str, *, same_task: bool) -> bool:
+    """Are two free texts near-duplicates? The test shared with the agent guard: a low bar against what
+    this task recorded for the same target, a high one against texts found upstream (anyone's)."""
+    from gitledger.core.similarity import REALITY, SAME_INTENT, near_duplicate
 
-    return bool(near_duplicate(a, b))
+    return near_duplicate(a, b, SAME_INTENT if same_task else REALITY)
 
 
 class ProxyGuard:
@@ -254,7 +255,7 @@ class ProxyGuard:
                 raise UsageError(f"{name} needs the argument {rule.similar!r}; nothing was done")
             if value is not None and not isinstance(value, str):
                 raise UsageError(f"{name}: argument {rule.similar!r} must be text, not {type(value).__name__}")
-            text = normalize(value or "")
+            text = value or ""
         if rule.task == "required" and not self.task:
             raise _NoTask(
                 f"gitledger: {name} is guarded per task and no task is known: start the proxy with "
@@ -262,7 +263,7 @@ class ProxyGuard:
             )
         payload: dict[str, Any] = {"tool": name, "key": natural}
         if text is not None:
-            payload["text"] = text
+            payload["text"] = normalize(text)
         step = StepKey.derive(self.task or NO_TASK, f"mcp.{name}", Content.args(payload), self.names)
         return _Call(name, rule, arguments, natural, text, step, info)
 
@@ -279,7 +280,7 @@ class ProxyGuard:
             if not isinstance(record, dict) or record.get("key") != call.natural:
                 continue
             earlier = record.get("text")
-            if isinstance(earlier, str) and similar_text(earlier, call.text):
+            if isinstance(earlier, str) and similar_text(earlier, call.text, same_task=True):
                 return self._replay_record(call, record, entry.key, folded.ref)
         return None
 
@@ -418,7 +419,7 @@ class _FindCheck:
                 have, want = lookup(item, path), render(template, args)
                 if not isinstance(have, str) or not isinstance(want, str):
                     return False
-                if not similar_text(normalize(have), normalize(want)):
+                if not similar_text(have, want, same_task=False):
                     return False
         except Missing:
             return False
