@@ -311,6 +311,10 @@ server = Server(
 
 
 async def main() -> None:
+    pidfile = os.environ.get("FAKE_MCP_PIDFILE")
+    if pidfile:
+        with open(pidfile, "a") as f:
+            f.write(f"{os.getpid()}\n")
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 

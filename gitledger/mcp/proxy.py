@@ -38,10 +38,6 @@ CONNECTION_CLOSED = types.CONNECTION_CLOSED
 _UNKNOWN_CODES = {types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT}
 
 
-class UpstreamLost(Exception):
-    """The upstream server went away; the proxy stops (the agent's client may start it again)."""
-
-
 def tool_info(tool: types.Tool) -> ToolInfo:
     hints = tool.annotations
     required = tool.input_schema.get("required") if isinstance(tool.input_schema, dict) else None
@@ -191,7 +187,9 @@ def _server(proxy: _Proxy, init: types.InitializeResult) -> Server[Any]:
     )
 
 
-async def serve(request: ProxyRequest, guard: ProxyGuard) -> None:
+async def serve(request: ProxyRequest, guard: ProxyGuard, status: dict[str, bool]) -> None:
+    """Serve the agent until it closes stdin; ``status["lost"]`` tells whether the upstream went away
+    (the proxy then stops: the agent's client may start it again)."""
     params = StdioServerParameters(
         command=request.command[0],
         args=list(request.command[1:]),
@@ -209,6 +207,7 @@ async def serve(request: ProxyRequest, guard: ProxyGuard) -> None:
             init = await upstream.initialize()
             proxy = _Proxy(upstream, guard)
             holder.append(proxy)
+            status["lost"] = False
             if init.capabilities.tools is not None:
                 guard.set_tools(tool_info(t) for t in await proxy._all_tools())
             server = _server(proxy, init)
@@ -226,6 +225,7 @@ async def serve(request: ProxyRequest, guard: ProxyGuard) -> None:
 
                 async def watch() -> None:
                     await proxy.lost.wait()
+                    status["lost"] = True
                     await anyio.sleep(0.2)  # let the error reply reach the agent first
                     tg.cancel_scope.cancel()
 
@@ -235,19 +235,33 @@ async def serve(request: ProxyRequest, guard: ProxyGuard) -> None:
 
                 tg.start_soon(watch)
                 tg.start_soon(run)
-            if proxy.lost.is_set():
-                raise UpstreamLost()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def run(request: ProxyRequest) -> int:
-    """Serve until the agent closes stdin (0) or the upstream is lost (1)."""
+    """Serve until the agent closes stdin (0), or the upstream is lost or cannot start (1)."""
+    status: dict[str, bool] = {}
     with open_guard(request, PROFILES_DIR) as guard:
         try:
-            anyio.run(serve, request, guard)
-        except UpstreamLost:
+            anyio.run(serve, request, guard, status)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if not status.get("lost"):
+                cause = _leaf(exc)
+                what = "start" if "lost" not in status else "keep serving"
+                print(
+                    f"gitledger: mcp-proxy could not {what} the upstream MCP server {request.command[0]!r}: "
+                    f"{type(cause).__name__}: {cause}".replace("\n", " ")[:1000],
+                    file=sys.stderr,
+                )
+                return 1
+        if status.get("lost"):
             print("gitledger: the upstream MCP server exited; the proxy stops", file=sys.stderr)
-            return 1
-        except OSError as exc:
-            print(f"gitledger: cannot start the upstream MCP server {request.command[0]!r}: {exc}", file=sys.stderr)
             return 1
     return 0
