@@ -221,7 +221,18 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps", "agent", "mcp"),
+        (
+            "version",
+            "remote",
+            "claims",
+            "lease",
+            "on_unconfirmed",
+            "prefixes",
+            "github",
+            "steps",
+            "agent",
+            "mcp",
+        ),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -352,7 +363,9 @@ def _template(r: _Reader, node: Any, where: str) -> Any:
         if isinstance(v, str):
             for name in _TEMPLATE_FIELD.findall(v):
                 if not _FIELD_PATH.match(name):
-                    raise r.fail(node, f"{at}: {{{name}}} is not a field name (use e.g. {{owner}} or {{head.ref}})")
+                    raise r.fail(
+                        node, f"{at}: {{{name}}} is not a field name (use e.g. {{owner}} or {{head.ref}})"
+                    )
         elif isinstance(v, dict):
             for k, item in v.items():
                 check(item, f"{at}.{k}")
@@ -385,7 +398,7 @@ def _templates(r: _Reader, node: Any, where: str) -> dict[str, str]:
     for k, v in r.mapping(node, where, ()).items():
         text = _template(r, v, f"{where}.{k}")
         if not isinstance(text, str):
-            raise r.fail(v, f"{where}.{k} must be a text template such as \"{{head}}\"")
+            raise r.fail(v, f'{where}.{k} must be a text template such as "{{head}}"')
         out[k] = text
     return out
 

@@ -49,7 +49,9 @@ def _schema(props: dict[str, str], required: list[str]) -> dict[str, Any]:
     }
 
 
-PR_OUT = _schema({"number": "integer", "url": "string", "state": "string", "title": "string"}, ["number", "url"])
+PR_OUT = _schema(
+    {"number": "integer", "url": "string", "state": "string", "title": "string"}, ["number", "url"]
+)
 COMMENT_OUT = _schema({"id": "integer", "url": "string"}, ["id", "url"])
 ISSUE_OUT = _schema({"number": "integer", "url": "string"}, ["number", "url"])
 BRANCH_OUT = _schema({"ref": "string", "sha": "string"}, ["ref"])
@@ -104,7 +106,8 @@ TOOLS = [
         name="create_issue",
         description="Create a new issue in a GitHub repository.",
         input_schema=_schema(
-            {"owner": "string", "repo": "string", "title": "string", "body": "string"}, ["owner", "repo", "title"]
+            {"owner": "string", "repo": "string", "title": "string", "body": "string"},
+            ["owner", "repo", "title"],
         ),
         output_schema=ISSUE_OUT,
         annotations=WRITE,
@@ -216,7 +219,13 @@ def _write(name: str, a: dict[str, Any]) -> types.CallToolResult:
             number = len(s["pulls"]) + len(s["issues"]) + 1
             url = f"{API}/{a['owner']}/{a['repo']}/issues/{number}"
             s["issues"].append(
-                {"number": number, "title": a["title"], "body": a.get("body", ""), "html_url": url, "state": "open"}
+                {
+                    "number": number,
+                    "title": a["title"],
+                    "body": a.get("body", ""),
+                    "html_url": url,
+                    "state": "open",
+                }
             )
             made = {"number": number, "url": url}
         elif name == "create_branch":
@@ -238,7 +247,9 @@ def _read(name: str, a: dict[str, Any]) -> types.CallToolResult:
             pulls = s["pulls"]
             if a.get("head"):
                 owner_head = a["head"]
-                pulls = [p for p in pulls if p["head"]["label"] == owner_head or p["head"]["ref"] == owner_head]
+                pulls = [
+                    p for p in pulls if p["head"]["label"] == owner_head or p["head"]["ref"] == owner_head
+                ]
             if a.get("base"):
                 pulls = [p for p in pulls if p["base"]["ref"] == a["base"]]
             if a.get("state", "open") != "all":

@@ -4,6 +4,7 @@ is a real git repository. Effects are counted in the fake's state file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,11 +18,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
-from mcp.shared.exceptions import MCPError  # noqa: E402
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
-from tests.helpers import ROOT, run_gitledger  # noqa: E402
+from tests.helpers import ROOT, run_gitledger
 
 UPSTREAM = str(ROOT / "tests" / "mcp_upstream.py")
 PR = {"owner": "acme", "repo": "widgets", "head": "agent/issue-42", "base": "main"}
@@ -57,10 +58,8 @@ class World:
     def cleanup(self) -> None:
         if self.pids.exists():
             for line in self.pids.read_text().split():
-                try:
+                with contextlib.suppress(ProcessLookupError, ValueError):
                     os.kill(int(line), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
 
     @asynccontextmanager
     async def proxy(
@@ -77,15 +76,22 @@ class World:
             command, args = "sh", ["-c", f'echo $$ > "{pidfile}"; exec "$@"', "sh", *argv]
         else:
             command, args = argv[0], argv[1:]
-        params = StdioServerParameters(command=command, args=args, env=self.env(**(env or {})), cwd=str(self.repo))
+        params = StdioServerParameters(
+            command=command, args=args, env=self.env(**(env or {})), cwd=str(self.repo)
+        )
         with open(self.tmp / "proxy.stderr", "a") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 yield session
 
     @asynccontextmanager
     async def direct(self) -> AsyncIterator[ClientSession]:
-        params = StdioServerParameters(command=sys.executable, args=[UPSTREAM], env=self.env(), cwd=str(self.repo))
+        params = StdioServerParameters(
+            command=sys.executable, args=[UPSTREAM], env=self.env(), cwd=str(self.repo)
+        )
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             yield session
@@ -195,18 +201,17 @@ def test_sigkill_between_effect_and_record_then_reworded_retry_finds_the_pr(worl
 
     async def first_attempt() -> None:
         slow = {"FAKE_MCP_SLOW": "60", "FAKE_MCP_EFFECT_MARK": str(mark)}
-        async with world.proxy(env=slow, pidfile=pidfile) as s:
-            async with anyio.create_task_group() as tg:
+        async with world.proxy(env=slow, pidfile=pidfile) as s, anyio.create_task_group() as tg:
 
-                async def call() -> None:
-                    with pytest.raises(MCPError):  # the proxy dies under the call
-                        await s.call_tool("create_pull_request", create_pr("Fix the parser"))
+            async def call() -> None:
+                with pytest.raises(MCPError):  # the proxy dies under the call
+                    await s.call_tool("create_pull_request", create_pr("Fix the parser"))
 
-                tg.start_soon(call)
-                with anyio.fail_after(60):
-                    while not mark.exists():  # the upstream acted; the proxy has not recorded it yet
-                        await anyio.sleep(0.05)
-                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            tg.start_soon(call)
+            with anyio.fail_after(60):
+                while not mark.exists():  # the upstream acted; the proxy has not recorded it yet
+                    await anyio.sleep(0.05)
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
     try:
         anyio.run(first_attempt)
@@ -295,7 +300,9 @@ def test_malformed_arguments_are_an_invalid_params_error_and_nothing_is_sent(wor
                 await s.call_tool("create_pull_request", {"owner": "acme", "repo": "widgets", "title": "x"})
             assert missing.value.error.code == -32602 and "'head'" in missing.value.error.message
             with pytest.raises(MCPError) as wrong:
-                await s.call_tool("add_issue_comment", {"owner": "acme", "repo": "w", "issue_number": 1, "body": 5})
+                await s.call_tool(
+                    "add_issue_comment", {"owner": "acme", "repo": "w", "issue_number": 1, "body": 5}
+                )
             assert wrong.value.error.code == -32602 and "must be text" in wrong.value.error.message
 
     anyio.run(main)
@@ -346,7 +353,9 @@ def test_cli_usage_errors_and_missing_sdk(world: World) -> None:
     )
     import subprocess
 
-    proc = subprocess.run([sys.executable, "-c", code], cwd=world.repo, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=world.repo, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 1 and "install gitledger[mcp]" in proc.stderr and proc.stderr.count("\n") == 1
 
 

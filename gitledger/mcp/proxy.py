@@ -111,9 +111,13 @@ class _Proxy:
 
         return handler
 
-    async def list_tools(self, ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        self, ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         self._seen(ctx)
-        result: types.ListToolsResult = await self._send(types.ListToolsRequest(params=params), types.ListToolsResult)
+        result: types.ListToolsResult = await self._send(
+            types.ListToolsRequest(params=params), types.ListToolsResult
+        )
         if params is None or not params.cursor:
             known = dict(self.guard.tools)
             known.update({t.name: tool_info(t) for t in result.tools})
@@ -123,7 +127,9 @@ class _Proxy:
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         self._seen(ctx)
         if self.guard.rule_for(params.name) is None:  # read-only: straight through
-            result: types.CallToolResult = await self._send(types.CallToolRequest(params=params), types.CallToolResult)
+            result: types.CallToolResult = await self._send(
+                types.CallToolRequest(params=params), types.CallToolResult
+            )
             return result
         reply = await anyio.to_thread.run_sync(
             self.guard.handle, params.name, params.arguments, _ThreadUpstream(self)
@@ -141,7 +147,9 @@ class _Proxy:
             raise UpstreamError(exc.code, exc.message, unknown=exc.code in _UNKNOWN_CODES) from exc
         except ValidationError as exc:
             raise UpstreamError(
-                types.INTERNAL_ERROR, f"the upstream answered with an invalid result ({exc})"[:500], unknown=True
+                types.INTERNAL_ERROR,
+                f"the upstream answered with an invalid result ({exc})"[:500],
+                unknown=True,
             ) from exc
         dumped: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
         return dumped

@@ -211,7 +211,9 @@ class ProxyGuard:
         try:
             started = self.runner.start(call.step, checks, self._policy(rule))
         except CheckError as exc:
-            return Reply("check_failed", result=_error_result(f"gitledger: {exc}", {"status": "check_failed"}))
+            return Reply(
+                "check_failed", result=_error_result(f"gitledger: {exc}", {"status": "check_failed"})
+            )
         except (CorruptLedgerError, ConflictError) as exc:
             return Reply("error", result=_error_result(f"gitledger: {exc.message}", {"status": "error"}))
         if isinstance(started, Claim):
@@ -222,10 +224,17 @@ class ProxyGuard:
         if started.status == ALREADY_EXISTED and find is not None and find.item is not None:
             return self._found(call, find.item, started.ref)
         if started.status == IN_PROGRESS:
-            message = f"gitledger: in_progress: {name} with this key is already running in another call; {started.message}"
-            return Reply(IN_PROGRESS, result=_error_result(message, {"status": IN_PROGRESS, "key": key}), key=key)
+            message = (
+                f"gitledger: in_progress: {name} with this key is already running in another call; "
+                f"{started.message}"
+            )
+            return Reply(
+                IN_PROGRESS, result=_error_result(message, {"status": IN_PROGRESS, "key": key}), key=key
+            )
         message = f"gitledger: {started.status}: {started.message or ''}".rstrip(": ")
-        return Reply(started.status, result=_error_result(message, {"status": started.status, "key": key}), key=key)
+        return Reply(
+            started.status, result=_error_result(message, {"status": started.status, "key": key}), key=key
+        )
 
     def _policy(self, rule: McpToolRule) -> StepPolicy:
         leases = (rule.lease, self.config.lease, DEFAULT_LEASE)
@@ -237,7 +246,9 @@ class ProxyGuard:
     def _prepare(self, name: str, rule: McpToolRule, arguments: dict[str, Any]) -> _Call:
         info = self.tools.get(name)
         required = set(info.required) if info is not None else set()
-        fields = rule.key if rule.key is not None else tuple(sorted(a for a in arguments if a != rule.similar))
+        fields = (
+            rule.key if rule.key is not None else tuple(sorted(a for a in arguments if a != rule.similar))
+        )
         natural: dict[str, Any] = {}
         for name_ in fields:
             if name_ not in arguments:
@@ -254,7 +265,9 @@ class ProxyGuard:
             if value is None and rule.similar in required:
                 raise UsageError(f"{name} needs the argument {rule.similar!r}; nothing was done")
             if value is not None and not isinstance(value, str):
-                raise UsageError(f"{name}: argument {rule.similar!r} must be text, not {type(value).__name__}")
+                raise UsageError(
+                    f"{name}: argument {rule.similar!r} must be text, not {type(value).__name__}"
+                )
             text = value or ""
         if rule.task == "required" and not self.task:
             raise _NoTask(
@@ -294,7 +307,9 @@ class ProxyGuard:
                 # this proxy is gone; on_unconfirmed and 'gitledger resolve' settle it)
                 self.runner.record(
                     call.step,
-                    self.runner.event(call.step, "info", message=f"upstream lost during the call: {exc.message}"),
+                    self.runner.event(
+                        call.step, "info", message=f"upstream lost during the call: {exc.message}"
+                    ),
                 )
             else:
                 self.runner.fail(claim, exc)
@@ -332,14 +347,18 @@ class ProxyGuard:
                 again = None
             if again is not None and find.item is not None:
                 return self._found(call, find.item, again, replayed=True)
-        message = f"gitledger: {call.name} was already done ({ref or 'no ref recorded'}); it was not sent again"
+        message = (
+            f"gitledger: {call.name} was already done ({ref or 'no ref recorded'}); it was not sent again"
+        )
         meta = {"status": "replayed", "replayed": True, "key": call.step.key, "ref": ref}
         return Reply("replayed", result=_error_result(message, meta), key=call.step.key)
 
     def _replay_record(self, call: _Call, record: dict[str, Any], key: str, ref: str | None) -> Reply:
         result = record.get("result")
         if not isinstance(result, dict):
-            message = f"gitledger: {call.name} was already done ({ref or 'no ref recorded'}); it was not sent again"
+            message = (
+                f"gitledger: {call.name} was already done ({ref or 'no ref recorded'}); it was not sent again"
+            )
             meta = {"status": "replayed", "replayed": True, "key": key, "ref": ref}
             return Reply("replayed", result=_error_result(message, meta), key=key)
         meta = {"replayed": True, "key": key, "outcome": "replayed", "ref": ref}

@@ -25,7 +25,8 @@ def resolve_profile(name: str | None, builtin_dir: Path, config: Config) -> McpP
             return McpProfile("default")
         known = ", ".join(builtin_names(builtin_dir)) or "none"
         raise UsageError(
-            f"unknown MCP profile {name!r}; built in: {known}; or define mcp.profiles.{name} in .gitledger.yml"
+            f"unknown MCP profile {name!r}; built in: {known}; "
+            f"or define mcp.profiles.{name} in .gitledger.yml"
         )
     tools = dict(base.tools) if base is not None else {}
     if local is not None:
