@@ -1,6 +1,6 @@
 """The Python API: idempotency middleware for any side-effecting call.
 
-Two ways to guard an effect, both running the step protocol of :mod:`gitledger.protocol` (the same
+Two ways to guard an effect, both running the step protocol of :mod:`gitledger.core.protocol` (the same
 decisions, claims and records as ``gitledger run-step``):
 
 A ``with`` block, for effects written inline::
@@ -27,7 +27,7 @@ Design decisions (see docs/python-api.md for the user's view):
   arguments that count; an argument without a canonical encoding is a :class:`~gitledger.errors.UsageError`
   naming it, raised before anything happens.
 - An explicit ``key=`` is the caller's identity for the effect; the arguments then become a fingerprint,
-  and reusing the key with other arguments raises :class:`~gitledger.protocol.PayloadMismatchError`
+  and reusing the key with other arguments raises :class:`~gitledger.core.protocol.PayloadMismatchError`
   instead of silently returning the first call's result.
 - The return value is recorded with ``done`` (JSON, at most :data:`MAX_RESULT` bytes) and returned to
   every later call instead of calling again. A value that cannot be recorded is found *after* the
@@ -63,19 +63,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ParamSpec, Self, TypeVar, cast
 
-from gitledger.checks import CallableCheck, Check, CheckSpec, LedgerCheck
 from gitledger.config import Config
-from gitledger.errors import (
+from gitledger.core.checks import CallableCheck, Check, CheckSpec, LedgerCheck
+from gitledger.core.errors import (
     EXIT_IN_PROGRESS,
     EXIT_UNCONFIRMED,
     CheckError,
     GitledgerError,
     UsageError,
 )
-from gitledger.keys import Content, Names, StepKey, canonical_json, validate_name
-from gitledger.ledger import INFO, Entry, Event
-from gitledger.owner import Owner
-from gitledger.protocol import (
+from gitledger.core.events import INFO, Entry, Event
+from gitledger.core.keys import Content, Names, StepKey, canonical_json, validate_name
+from gitledger.core.owner import Owner
+from gitledger.core.policy import StepPolicy
+from gitledger.core.protocol import (
     CREATED,
     IN_PROGRESS,
     STATUS_FAILED,
@@ -83,15 +84,14 @@ from gitledger.protocol import (
     ActionResult,
     Claim,
     PayloadMismatchError,
-    StepPolicy,
     StepResult,
     StepRunner,
 )
-from gitledger.store import Intent, Store
+from gitledger.core.store import Intent, Store
 
 if TYPE_CHECKING:
-    from gitledger.git import GitRepo
-    from gitledger.github import GitHubContext
+    from gitledger.git.repo import GitRepo
+    from gitledger.github.client import GitHubContext
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -251,6 +251,10 @@ class _SerialStore:
         with self._lock:
             return iter(list(self.inner.entries()))
 
+    def intent(self, key: str) -> Intent | None:
+        with self._lock:
+            return self.inner.intent(key)
+
     def close(self) -> None:
         with self._lock:
             self.inner.close()
@@ -309,7 +313,7 @@ class StepContext:
     @property
     def env(self) -> dict[str, str]:
         """The ``GITLEDGER_*`` variables of this step, for child processes the effect runs."""
-        from gitledger.checks.local import step_env
+        from gitledger.local.command import step_env
 
         return step_env(self.step_key)
 
@@ -531,20 +535,35 @@ class Ledger:
     ) -> None:
         if max_result <= 0:
             raise UsageError(f"max_result must be a positive number of bytes, not {max_result!r}")
-        self.store = _SerialStore(store)
-        self.repo = repo
-        self.config = config or Config()
-        self.cwd = Path(cwd or ".").resolve()
-        self.github_repo = github_repo
+        from gitledger.session import Session
+
+        self.session = Session(
+            _SerialStore(store), config or Config(), repo, Path(cwd or ".").resolve(), github_repo
+        )
         self.max_result = max_result
         self._owner = owner
         self._pid = os.getpid()
         self._closed = False
         self._lock = threading.Lock()
         self._runner_obj: StepRunner | None = None
-        self._github: Any = None
         # a safety net for a ledger that is dropped without close(): stop its git reader anyway
         self._finalizer = weakref.finalize(self, _close_store, self.store, self._pid) if _owns else None
+
+    @property
+    def store(self) -> _SerialStore:
+        return cast(_SerialStore, self.session.store)
+
+    @property
+    def repo(self) -> GitRepo | None:
+        return self.session.repo
+
+    @property
+    def config(self) -> Config:
+        return self.session.config
+
+    @property
+    def cwd(self) -> Path:
+        return self.session.cwd
 
     @classmethod
     def open(
@@ -555,24 +574,21 @@ class Ledger:
         max_result: int = MAX_RESULT,
     ) -> Ledger:
         """Open the ledger of the git repository containing ``path``."""
-        from gitledger import config as config_mod
-        from gitledger.git import GitRepo
-        from gitledger.gitstore import GitStore
+        from gitledger.session import Session
 
-        repo = GitRepo.discover(path)
+        session = Session.open(path, github_repo)
         try:
-            cfg = config_mod.load(repo.worktree)
             return cls(
-                GitStore(repo),
-                repo=repo,
-                config=cfg,
+                session.store,
+                repo=session.repo,
+                config=session.config,
                 cwd=path,
                 github_repo=github_repo,
                 max_result=max_result,
                 _owns=True,
             )
         except BaseException:
-            repo.close()
+            session.close()
             raise
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -586,10 +602,7 @@ class Ledger:
         if self._closed:
             return
         self._closed = True
-        github, self._github = self._github, None
-        close_github = getattr(github, "close", None)
-        if callable(close_github):
-            close_github()
+        self.session.close_github()
         if self._finalizer is not None:
             self._finalizer()
 
@@ -667,12 +680,7 @@ class Ledger:
         return step_key, _fingerprint(payload) if payload is not None else None
 
     def _policy(self, step: str, on_unconfirmed: str | None, lease: float | None) -> StepPolicy:
-        step_cfg = self.config.step(step)
-        leases = (lease, step_cfg.lease, self.config.lease, StepPolicy.lease)
-        return StepPolicy(
-            on_unconfirmed=on_unconfirmed or step_cfg.on_unconfirmed or self.config.on_unconfirmed or "fail",
-            lease=next(value for value in leases if value is not None),
-        )
+        return self.session.policy(step, on_unconfirmed, lease)
 
     def checks(self, step: str, checks: Checks | None = None) -> list[Check]:
         """Bind ``checks`` (default: the step's checks in .gitledger.yml, else ``ledger``)."""
@@ -698,10 +706,7 @@ class Ledger:
         )
 
     def _bind_spec(self, spec: str) -> Check:
-        from gitledger.checks.specs import CheckEnv, parse_check
-
-        github = self._github_context if self.repo is not None else None
-        return parse_check(spec, CheckEnv(self.repo, self.cwd, github))
+        return self.session.check(spec)
 
     def github(self) -> GitHubContext:
         """The GitHub client the GitHub checks use (:class:`gitledger.github.GitHubContext`).
@@ -712,15 +717,7 @@ class Ledger:
         """
         if self._closed:
             raise UsageError("this Ledger is closed; open a new one with gitledger.Ledger.open()")
-        return cast("GitHubContext", self._github_context())
-
-    def _github_context(self) -> Any:
-        with self._lock:
-            if self._github is None:
-                from gitledger.github import GitHubContext  # PyGithub: only when a GitHub check runs
-
-                self._github = GitHubContext.for_config(self.config, self.github_repo, self.repo)
-            return self._github
+        return self.session.github()
 
     # -- the two forms -----------------------------------------------------------------------------
 

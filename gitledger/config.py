@@ -34,7 +34,7 @@ Example::
           effect: pr
           fields: {head: "--head", base: "--base", title: "--message"}
 
-A bad file raises :class:`~gitledger.errors.ConfigError` naming the file, the line and the fix.
+A bad file raises :class:`~gitledger.core.errors.ConfigError` naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitledger.errors import ConfigError, UsageError
-from gitledger.keys import Names
+from gitledger.core.errors import ConfigError, UsageError
+from gitledger.core.keys import Names
 
 FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
@@ -178,7 +178,7 @@ class _Reader:
         return value
 
     def seconds(self, node: Any, where: str) -> float:
-        from gitledger.protocol import MAX_LEASE
+        from gitledger.core.policy import MAX_LEASE
 
         value = self.scalar(node, where)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_LEASE:
@@ -190,7 +190,7 @@ class _Reader:
     def checks(self, node: Any, where: str) -> tuple[str, ...]:
         import yaml
 
-        from gitledger.checks.specs import validate_spec
+        from gitledger.core.checks import validate_spec
 
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         specs = []
@@ -206,7 +206,7 @@ class _Reader:
 def parse(text: str, path: Path) -> Config:
     import yaml
 
-    from gitledger.protocol import ON_UNCONFIRMED
+    from gitledger.core.policy import ON_UNCONFIRMED
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -422,7 +422,7 @@ def _mcp_find(r: _Reader, node: Any, where: str) -> McpFind:
 
 
 def _mcp_rule(r: _Reader, node: Any, where: str) -> McpToolRule:
-    from gitledger.protocol import ON_UNCONFIRMED
+    from gitledger.core.policy import ON_UNCONFIRMED
 
     fields = ("guard", "key", "casefold", "task", "similar", "ref", "find", "on_unconfirmed", "lease")
     opts = r.mapping(node, where, fields)

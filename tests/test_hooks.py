@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from gitledger import hooks
-from gitledger.errors import CheckError, GitledgerError
-from gitledger.hooks import (
+from gitledger.core.errors import CheckError, GitledgerError
+from gitledger.core.keys import KEY_RE, TRAILER_TOKEN, StepKey, branch_for
+from gitledger.features.hooks.install import (
     CHAINED_SUFFIX,
     HOOK_NAMES,
     HOOK_VERSION,
@@ -28,7 +29,6 @@ from gitledger.hooks import (
     no_git_env,
     uninstall,
 )
-from gitledger.keys import KEY_RE, TRAILER_TOKEN, StepKey, branch_for
 from tests.helpers import ROOT, git, init_repo, run_gitledger
 
 ZERO = "0" * 40

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -19,7 +19,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gitledger.cli.mcp_proxy import main as mcp_proxy
 
         return mcp_proxy(args[1:])
-    from gitledger.fastpath import try_skip
+    from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
     if skipped is not None:
@@ -27,16 +27,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import typer.main
 
-    from gitledger.cli import app as _app_module
-    from gitledger.cli import commands as _commands  # noqa: F401  (registers every command)
+    # importing the command modules registers their commands on the app
+    from gitledger.cli import audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli.app import Invocation, app
 
-    app = _app_module.app
-    _app_module.RAW_ARGS[:] = args
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="gitledger", standalone_mode=False)
+        result = command.main(
+            args=args, prog_name="gitledger", standalone_mode=False, obj=Invocation(tuple(args))
+        )
     except GitledgerError as exc:
-        from gitledger.ledger import printable
+        from gitledger.cli.render import printable
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code

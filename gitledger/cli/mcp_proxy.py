@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
-from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
 
@@ -100,7 +100,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         return run(request)
     except GitledgerError as exc:
-        from gitledger.ledger import printable
+        from gitledger.cli.render import printable
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from gitledger.core.task import ENV_VAR, GIT_CONFIG_KEY, TaskChoice, choose_task
 
 if TYPE_CHECKING:
-    from gitledger.git import GitRepo
+    from gitledger.git.repo import GitRepo
 
 
 def current_branch(repo: GitRepo) -> str | None:
@@ -41,8 +41,8 @@ def resolve_task(
         return quick
     own = repo is None
     if repo is None:
-        from gitledger.errors import GitledgerError
-        from gitledger.git import GitRepo
+        from gitledger.core.errors import GitledgerError
+        from gitledger.git.repo import GitRepo
 
         try:
             repo = GitRepo.discover(Path(cwd or "."))

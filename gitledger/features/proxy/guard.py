@@ -23,9 +23,22 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gitledger.checks import Check, LedgerCheck
 from gitledger.config import Config, McpFind, McpProfile, McpToolRule
-from gitledger.errors import CheckError, ConflictError, CorruptLedgerError, UsageError
+from gitledger.core.checks import Check, LedgerCheck
+from gitledger.core.errors import CheckError, ConflictError, CorruptLedgerError, UsageError
+from gitledger.core.events import DONE, Entry, Event
+from gitledger.core.keys import Content, Names, StepKey
+from gitledger.core.owner import Owner
+from gitledger.core.policy import DEFAULT_LEASE, StepPolicy
+from gitledger.core.protocol import (
+    ALREADY_EXISTED,
+    IN_PROGRESS,
+    SKIPPED,
+    ActionResult,
+    Claim,
+    StepRunner,
+)
+from gitledger.core.store import Intent, Store
 from gitledger.features.proxy.templates import (
     Missing,
     lookup,
@@ -34,20 +47,6 @@ from gitledger.features.proxy.templates import (
     result_json,
     result_text,
 )
-from gitledger.keys import Content, Names, StepKey
-from gitledger.ledger import DONE, Entry, Event
-from gitledger.owner import Owner
-from gitledger.protocol import (
-    ALREADY_EXISTED,
-    DEFAULT_LEASE,
-    IN_PROGRESS,
-    SKIPPED,
-    ActionResult,
-    Claim,
-    StepPolicy,
-    StepRunner,
-)
-from gitledger.store import Intent, Store
 
 META = "io.gitledger/"
 NO_TASK = "mcp-proxy"  # the task part of keys when none is known (tools whose profile allows it)
@@ -135,6 +134,10 @@ class _SerialStore:
         with self._lock:
             entries = list(self._store.entries())
         return iter(entries)
+
+    def intent(self, key: str) -> Intent | None:
+        with self._lock:
+            return self._store.intent(key)
 
     def close(self) -> None:
         with self._lock:

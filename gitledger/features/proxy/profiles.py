@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitledger.config import Config, McpProfile, load_mcp_profile
-from gitledger.errors import UsageError
+from gitledger.core.errors import UsageError
 
 
 def builtin_names(builtin_dir: Path) -> list[str]:

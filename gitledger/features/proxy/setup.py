@@ -23,10 +23,12 @@ class ProxyRequest:
 def open_guard(request: ProxyRequest, builtin_dir: Path) -> Iterator[ProxyGuard]:
     """A :class:`ProxyGuard` on the repository's own ledger (``gitledger list/show/log`` see it)."""
     from gitledger.features.agent.task import resolve_task
-    from gitledger.workspace import open_workspace
+    from gitledger.session import Session
 
-    with open_workspace(request.repo) as ws:
-        profile = resolve_profile(request.profile, builtin_dir, ws.config)
-        choice = resolve_task(ws.cwd, request.task, repo=ws.repo)
-        guard = ProxyGuard(ws.store, profile, task=choice.task if choice else None, config=ws.config)
-        yield guard
+    session = Session.open(request.repo)
+    try:
+        profile = resolve_profile(request.profile, builtin_dir, session.config)
+        choice = resolve_task(session.cwd, request.task, repo=session.repo)
+        yield ProxyGuard(session.store, profile, task=choice.task if choice else None, config=session.config)
+    finally:
+        session.close()

@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from gitledger.errors import GitledgerError
+from gitledger.core.errors import GitledgerError
 
 _VALUE_OPTIONS = {
     "-t": "task",
@@ -89,12 +89,11 @@ def try_skip(argv: Sequence[str]) -> int | None:
 
 
 def _skip(v: dict[str, object]) -> int | None:
-    from gitledger.command import check_command
-    from gitledger.ledger import DONE
-    from gitledger.plan import content_from_options, plan_step, report_step
-    from gitledger.protocol import StepResult
-    from gitledger.store import Intent
-    from gitledger.workspace import open_workspace
+    from gitledger.cli.parse import content_from_options
+    from gitledger.cli.render import report_step
+    from gitledger.features.steps import StepRequest, peek_done
+    from gitledger.local.command import check_command
+    from gitledger.session import open_session
 
     def opt(name: str) -> str | None:
         value = v.get(name)
@@ -107,21 +106,18 @@ def _skip(v: dict[str, object]) -> int | None:
         list(v["arg"]),  # type: ignore[call-overload]
     )
     lease = opt("lease")
-    with open_workspace(opt("repo"), opt("github_repo")) as ws:
-        check_command(list(v["command"]), ws.cwd)  # type: ignore[call-overload]
-        plan = plan_step(
-            ws,
-            str(v["task"]),
-            str(v["step"]),
-            content,
-            list(v["check"]),  # type: ignore[call-overload]
-            opt("on_unconfirmed"),
-            float(lease) if lease is not None else None,
-        )
-        entry = ws.store.load(Intent.of(plan.key))
-    folded = entry.folded
-    if folded.state != DONE or folded.corrupt or folded.done is None:
+    request = StepRequest(
+        str(v["task"]),
+        str(v["step"]),
+        content,
+        list(v["check"]),  # type: ignore[call-overload]
+        opt("on_unconfirmed"),
+        float(lease) if lease is not None else None,
+    )
+    with open_session(opt("repo"), opt("github_repo")) as session:
+        check_command(list(v["command"]), session.cwd)  # type: ignore[call-overload]
+        result = peek_done(session, request)
+    if result is None:
         return None
-    result = StepResult("skipped", plan.key.key, ref=folded.ref, result=folded.done.get("result"))
     report_step(result.to_json(), bool(v.get("json")))
     return 0

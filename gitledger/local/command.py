@@ -9,12 +9,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gitledger import faults
-from gitledger.errors import UsageError
-from gitledger.keys import StepKey
-from gitledger.protocol import ActionResult
+from gitledger.core import crashpoints as faults
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult
 
 MAX_REF = 65536
+
+
+def step_env(step: StepKey) -> dict[str, str]:
+    """The GITLEDGER_* variables describing a step, for commands and check commands."""
+    return {
+        "GITLEDGER_KEY": step.key,
+        "GITLEDGER_TASK": step.task,
+        "GITLEDGER_STEP": step.step,
+        "GITLEDGER_DIGEST": step.digest,
+        "GITLEDGER_BRANCH": step.branch,
+        "GITLEDGER_LABEL": step.label,
+        "GITLEDGER_TRAILER": step.trailer,
+        "GITLEDGER_MARKER": step.marker,
+    }
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -57,8 +71,6 @@ def run_command(
 ) -> ActionResult:
     """Run ``argv`` with the step's GITLEDGER_* variables; what it writes to $GITLEDGER_RESULT is the ref."""
     import tempfile
-
-    from gitledger.checks.local import step_env
 
     with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
         result_file = Path(tmp) / "result"

@@ -23,12 +23,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from gitledger import faults
-from gitledger.errors import ConflictError, CorruptLedgerError, DamagedObjectError
-from gitledger.git import GitRepo, format_tree, parse_tree
-from gitledger.keys import key_digest
-from gitledger.ledger import BadLine, Entry, Event, encode_event, parse_events
-from gitledger.store import ANY_VERSION, Intent
+from gitledger.core import crashpoints as faults
+from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError
+from gitledger.core.events import BadLine, Entry, Event, encode_event, parse_events
+from gitledger.core.keys import key_digest
+from gitledger.core.store import ANY_VERSION, Intent
+from gitledger.git.repo import GitRepo, format_tree, parse_tree
 
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
@@ -67,7 +67,7 @@ class Tip:
 
 
 class GitStore:
-    """A :class:`~gitledger.store.Store` in ``refs/notes/gitledger`` + ``refs/gitledger/intents``."""
+    """A :class:`~gitledger.core.store.Store` in ``refs/notes/gitledger`` + ``refs/gitledger/intents``."""
 
     def __init__(self, repo: GitRepo) -> None:
         self.repo = repo

@@ -3,14 +3,14 @@
 A check answers one question for a step: does the step's effect already exist? :meth:`Check.find`
 returns a reference to the artifact it found (a URL, a commit, a path), or None when the effect is
 absent. When reality cannot be queried (network down, bad token, a check command that errs) it raises
-:class:`~gitledger.errors.CheckError`: not knowing is never taken as absent.
+:class:`~gitledger.core.errors.CheckError`: not knowing is never taken as absent.
 
 ``queries_reality`` is False for the ``ledger`` check, whose only evidence is the ledger itself; a
 step with only such checks that was left attempting by a dead owner is *unconfirmed*.
 
-Implementations live in :mod:`gitledger.checks.local` (git, files, commands) and
-:mod:`gitledger.checks.github` (PyGithub, imported only when a GitHub check is used); spec strings are
-parsed by :mod:`gitledger.checks.specs`.
+Implementations live in :mod:`gitledger.git.checks` (git, files, commands) and
+:mod:`gitledger.github.checks` (PyGithub, imported only when a GitHub check is used); spec strings are
+parsed by :mod:`gitledger.session`.
 
 For the Python API (:mod:`gitledger.api`) this module also offers factories for the built-in checks:
 :func:`branch`, :func:`trailer`, :func:`file`, :func:`command`, :func:`github_pr`,
@@ -23,11 +23,38 @@ it, so they can be written before any repository is open. A custom check is any 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from gitledger.keys import StepKey
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import StepKey
+
+SPEC_HELP = (
+    "ledger, branch[:REMOTE], trailer, file:PATH, cmd:SHELL, github-pr, github-branch, github-comment:NUMBER"
+)
+# A remote name or path; never starting with '-', which git would read as an option (the check runs
+# 'git ls-remote ... REMOTE', and reconcile takes specs from the ledger, which others can write).
+_REMOTE_RE = re.compile(r"^[A-Za-z0-9._/][A-Za-z0-9._/-]*$")
+
+
+def is_github(spec: str) -> bool:
+    return spec.startswith("github-")
+
+
+def validate_spec(spec: str) -> str | None:
+    """A reason why ``spec`` is not a valid check spec, or None (for config validation, no I/O)."""
+    name, sep, arg = spec.partition(":")
+    if (name in ("ledger", "trailer", "github-pr", "github-branch") and not sep) or (
+        name == "branch" and (not sep or _REMOTE_RE.match(arg))
+    ):
+        return None
+    if name in ("file", "cmd") and arg.strip():
+        return None
+    if name == "github-comment" and arg.isdigit() and int(arg) > 0:
+        return None
+    return f"unknown check spec {spec!r}; use one of: {SPEC_HELP}"
 
 
 class Check(Protocol):
@@ -77,9 +104,6 @@ class CheckSpec:
     spec: str
 
     def __post_init__(self) -> None:
-        from gitledger.checks.specs import validate_spec
-        from gitledger.errors import UsageError
-
         reason = validate_spec(self.spec)
         if reason is not None:
             raise UsageError(reason)
@@ -123,13 +147,12 @@ def github_branch() -> CheckSpec:
 def github_comment(number: int) -> CheckSpec:
     """A comment carrying the key's marker exists on issue or pull request ``number``."""
     if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
-        from gitledger.errors import UsageError
-
         raise UsageError(f"github_comment() needs a positive issue or pull request number, not {number!r}")
     return CheckSpec(f"github-comment:{number}")
 
 
 __all__ = [
+    "SPEC_HELP",
     "CallableCheck",
     "Check",
     "CheckSpec",
@@ -140,6 +163,8 @@ __all__ = [
     "github_branch",
     "github_comment",
     "github_pr",
+    "is_github",
     "ledger",
     "trailer",
+    "validate_spec",
 ]

@@ -46,10 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitledger import config as config_mod
-from gitledger.errors import GitError, GitledgerError, UsageError
-from gitledger.git import GitRepo, git_env, last_line
-from gitledger.keys import (
+from gitledger.core.errors import GitError, GitledgerError, UsageError, last_line
+from gitledger.core.events import ATTEMPTING, DONE, Entry, Event
+from gitledger.core.keys import (
     BRANCH_DIGEST_LEN,
     DEFAULT_BRANCH_PREFIX,
     DEFAULT_LABEL_PREFIX,
@@ -59,10 +58,10 @@ from gitledger.keys import (
     TRAILER_TOKEN,
     Names,
 )
-from gitledger.ledger import ATTEMPTING, DONE, Entry, Event
+from gitledger.git.repo import GitRepo, git_env
 
 if TYPE_CHECKING:
-    from gitledger.github import GitHubContext
+    from gitledger.github.client import GitHubContext
 
 AUDIT_REF_PREFIX = "refs/gitledger/audit/"
 PULL_REFS = AUDIT_REF_PREFIX + "pull/"
@@ -576,7 +575,7 @@ class LedgerView:
 
 def read_ledger(repo: GitRepo) -> LedgerView | None:
     """The ledger of ``repo``, or None when it has none."""
-    from gitledger.gitstore import LEDGER_REFS, GitStore
+    from gitledger.git.store import LEDGER_REFS, GitStore
 
     if not any(repo.resolve(ref) for ref in LEDGER_REFS):
         return None
@@ -698,7 +697,7 @@ def close_duplicates(ctx: GitHubContext, groups: Sequence[Group]) -> list[dict[s
 
 
 def _close_one(ctx: GitHubContext, group: Group, pull: Pull, keep: Pull) -> dict[str, Any]:
-    from gitledger.github import describe
+    from gitledger.github.client import describe
 
     try:
         issue = ctx.repo.get_issue(pull.number)
@@ -800,18 +799,9 @@ class AuditReport:
         }
 
 
-def _discover(path: Path | None) -> GitRepo | None:
-    try:
-        return GitRepo.discover(path)
-    except (UsageError, OSError):
-        if path is not None:
-            raise
-        return None  # not inside a git repository (or no git at all): audit GitHub only
-
-
 def _origin_names(repo: GitRepo | None, full_name: str) -> str | None:
     """A remote URL of ``repo`` that names ``full_name`` (so its credentials and config apply)."""
-    from gitledger.github import parse_remote_url
+    from gitledger.github.settings import parse_remote_url
 
     if repo is None:
         return None
@@ -825,7 +815,7 @@ def _origin_names(repo: GitRepo | None, full_name: str) -> str | None:
 
 
 def _clone_url(ctx: GitHubContext) -> str:
-    from gitledger.github import GitHubError
+    from gitledger.github.settings import GitHubError
 
     try:
         _, data = ctx.repo.requester.requestJsonAndCheck("GET", ctx.repo.url)
@@ -841,7 +831,7 @@ def _clone_url(ctx: GitHubContext) -> str:
 
 def list_pulls(ctx: GitHubContext) -> list[Pull]:
     """Every PR of the repository in all states, oldest first (1 call per 100 PRs)."""
-    from gitledger.github import PullInfo
+    from gitledger.github.client import PullInfo
 
     pulls = []
     try:
@@ -910,7 +900,7 @@ def scan_trailers(
 
 def run_audit(options: AuditOptions) -> AuditReport:
     """Scan the repository's PRs, group them by key, read the ledger, and close duplicates if asked."""
-    from gitledger.github import GitHubContext
+    from gitledger.session import Session
 
     if options.trailers not in TRAILER_SOURCES:
         raise UsageError(f"--trailers must be one of {', '.join(TRAILER_SOURCES)}, not {options.trailers!r}")
@@ -918,26 +908,27 @@ def run_audit(options: AuditOptions) -> AuditReport:
         raise UsageError("--commit-api-limit must be 0 or more")
     started = time.monotonic()
     environ = os.environ if options.env is None else options.env
-    git_repo = _discover(options.repo_path)
+    session = Session.discover(options.repo_path, options.github_repo, environ)
     try:
-        cfg = config_mod.load(git_repo.worktree) if git_repo is not None else config_mod.Config()
-        repo_name = options.github_repo or cfg.github_repo
-        if repo_name is None and _origin_repo(git_repo) is None:
-            repo_name = environ.get("GITHUB_REPOSITORY") or None  # the GitHub Actions convention
-        ctx = GitHubContext.from_settings(repo_name, cfg.github_api_url, git_repo, environ)
-        with ctx:
-            report = _audit(ctx, git_repo, cfg.names, options)
-            report.api_calls = ctx.calls.as_dict()
-            report.redact = ctx.redact
+        git_repo = session.repo
+        if (
+            session.github_repo is None
+            and session.config.github_repo is None
+            and _origin_repo(git_repo) is None
+        ):
+            session.github_repo = environ.get("GITHUB_REPOSITORY") or None  # the GitHub Actions convention
+        ctx = session.github()
+        report = _audit(ctx, git_repo, session.config.names, options)
+        report.api_calls = ctx.calls.as_dict()
+        report.redact = ctx.redact
     finally:
-        if git_repo is not None:
-            git_repo.close()
+        session.close()
     report.seconds = time.monotonic() - started
     return report
 
 
 def _origin_repo(repo: GitRepo | None) -> str | None:
-    from gitledger.github import parse_remote_url
+    from gitledger.github.settings import parse_remote_url
 
     if repo is None:
         return None
@@ -969,8 +960,8 @@ def _audit(ctx: GitHubContext, git_repo: GitRepo | None, names: Names, options: 
         ctx.full_name, pulls, groups, trailer_scan, {}, 0.0, ledger=ledger, warnings=warnings
     )
     if ledger is not None and git_repo is not None:
-        from gitledger.gitstore import GitStore
-        from gitledger.protocol import StepRunner
+        from gitledger.core.protocol import StepRunner
+        from gitledger.git.store import GitStore
 
         report.stuck = stuck_entries(ledger, StepRunner(GitStore(git_repo)).held)
         match_ledger(groups, ledger.keys)

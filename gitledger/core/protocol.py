@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gitledger import faults
-from gitledger.checks import Check
-from gitledger.errors import (
+from gitledger.core import crashpoints as faults
+from gitledger.core.checks import Check
+from gitledger.core.errors import (
     EXIT_IN_PROGRESS,
     EXIT_UNCONFIRMED,
     CheckError,
@@ -43,10 +43,11 @@ from gitledger.errors import (
     CorruptLedgerError,
     UsageError,
 )
-from gitledger.keys import StepKey
-from gitledger.ledger import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
-from gitledger.owner import Owner, is_dead
-from gitledger.store import ANY_VERSION, Intent, Store
+from gitledger.core.events import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
+from gitledger.core.keys import StepKey
+from gitledger.core.owner import Owner, is_dead
+from gitledger.core.policy import StepPolicy
+from gitledger.core.store import ANY_VERSION, Intent, Store
 
 CREATED = "created"
 SKIPPED = "skipped"
@@ -55,9 +56,6 @@ IN_PROGRESS = "in_progress"
 UNCONFIRMED = "unconfirmed"
 STATUS_FAILED = "failed"
 
-ON_UNCONFIRMED = ("fail", "retry", "skip")
-DEFAULT_LEASE = 900.0
-MAX_LEASE = 10 * 366 * 24 * 3600.0  # a deadline must stay a date
 MAX_DECISIONS = 200
 
 
@@ -80,23 +78,6 @@ def parse_iso(text: Any) -> float | None:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
         return None
-
-
-@dataclass(frozen=True)
-class StepPolicy:
-    on_unconfirmed: str = "fail"
-    lease: float = DEFAULT_LEASE
-
-    def __post_init__(self) -> None:
-        if self.on_unconfirmed not in ON_UNCONFIRMED:
-            raise UsageError(
-                f"on_unconfirmed {self.on_unconfirmed!r} is not one of {', '.join(ON_UNCONFIRMED)}"
-            )
-        if not 0 < self.lease <= MAX_LEASE:  # also refuses NaN and infinity
-            raise UsageError(
-                f"lease must be a positive number of seconds up to {MAX_LEASE:.0f} (ten years), "
-                f"not {self.lease!r}"
-            )
 
 
 @dataclass
@@ -160,7 +141,7 @@ class Arbiter(Protocol):
     action runs. ``seen`` is the entry the decision to claim was made on (without the claim). The
     arbiter publishes the claim and answers whether it stands; when it does not, it has made what
     beat the claim visible in the local store (so deciding again sees it). It raises a
-    :class:`~gitledger.errors.GitledgerError` when it cannot decide (e.g. the remote is unreachable
+    :class:`~gitledger.core.errors.GitledgerError` when it cannot decide (e.g. the remote is unreachable
     and offline work is not allowed); the runner then withdraws the claim and fails closed.
 
     ``publish`` is called after an outcome was recorded; it is best effort and returns a warning
@@ -170,6 +151,13 @@ class Arbiter(Protocol):
     def confirm(self, intent: Intent, seen: Entry, claim: Event) -> Verdict: ...
 
     def publish(self) -> str | None: ...
+
+
+def skip_result(step: StepKey, folded: Folded) -> StepResult | None:
+    """The ``skipped`` answer for an entry that is done; None for any other state (read-only)."""
+    if folded.state != DONE or folded.corrupt or folded.done is None:
+        return None
+    return StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result"))
 
 
 class StepRunner:
@@ -311,11 +299,9 @@ class StepRunner:
         for _ in range(MAX_DECISIONS):
             entry = self.load(step, fingerprint)
             folded: Folded = entry.folded
-            if folded.state == DONE:
-                assert folded.done is not None
-                return self._warn(
-                    StepResult(SKIPPED, step.key, ref=folded.ref, result=folded.done.get("result")), warnings
-                )
+            skipped = skip_result(step, folded)
+            if skipped is not None:
+                return self._warn(skipped, warnings)
             if folded.state == ATTEMPTING:
                 assert folded.claim is not None
                 holder = self.holder(folded)
@@ -457,6 +443,24 @@ SETTLED_DONE = "done"
 SETTLED_RETRYABLE = "retryable"
 STILL_HELD = "in_progress"
 UNSETTLED = "unconfirmed"
+
+
+def reconcile_specs(claim: Event, configured: Sequence[str]) -> list[str]:
+    """The checks that settle a claim: the claim's own specs, except ``cmd:`` ones, plus the ``cmd:``
+    checks configured for the step.
+
+    The claim comes from the ledger, which anyone with push access to a synced remote can write: a
+    command is never taken from there (it would run on this machine), nor anything that is not a
+    valid spec.
+    """
+    from gitledger.core.checks import validate_spec
+
+    specs = [
+        s
+        for s in claim.get("checks") or []
+        if isinstance(s, str) and not s.startswith("cmd:") and validate_spec(s) is None
+    ]
+    return specs + [s for s in configured if s.startswith("cmd:")]
 
 
 def reconcile_entry(

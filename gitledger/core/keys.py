@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitledger.errors import UsageError
+from gitledger.core.errors import UsageError
 
 SCHEME = "gitledger/1"
 KEY_DIGEST_LEN = 24

@@ -30,7 +30,6 @@ if *any* open claim is held, so a claim merged in from another clone is never ov
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,15 +43,6 @@ NONE = "none"
 STATES = (ATTEMPTING, DONE, FAILED, FORGOTTEN, INFO)
 
 Event = dict[str, Any]
-
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` made safe for a terminal line: control characters (newlines, escape sequences, which a
-    forged ledger entry may carry) are shown as ``\\xNN`` instead of being sent to the terminal."""
-    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def encode_event(event: Event) -> bytes:

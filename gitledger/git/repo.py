@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gitledger.errors import DamagedObjectError, GitError, UsageError
+from gitledger.core.errors import DamagedObjectError, GitError, UsageError, last_line
 
 _ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
 
@@ -356,11 +356,6 @@ class GitRepo:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def last_line(stderr: bytes) -> str:
-    lines = [line for line in stderr.decode(errors="replace").splitlines() if line.strip()]
-    return lines[-1].removeprefix("fatal: ").removeprefix("error: ") if lines else "no message"
 
 
 def parse_tree(data: bytes, oid_len: int) -> list[tuple[str, str, str]]:

@@ -13,7 +13,7 @@
    refspecs, never ``--force``: either would cancel the lease), reading the per-ref flags; a rejected
    push means someone wrote first: fetch, merge and try again (bounded, with jitter).
 
-:class:`RemoteArbiter` implements :class:`gitledger.protocol.Arbiter` on top of this: a claim stands
+:class:`RemoteArbiter` implements :class:`gitledger.core.protocol.Arbiter` on top of this: a claim stands
 when a push containing it was accepted against a remote entry that held nothing the claimant had not
 seen when it decided. :func:`init_remote` configures a remote so plain ``git fetch`` follows the ledger.
 """
@@ -26,12 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitledger.errors import ConflictError, GitError, GitledgerError, UsageError
-from gitledger.git import GitRepo, last_line
-from gitledger.gitstore import BLOB, FANOUT, INTENTS_REF, LEDGER_REFS, NOTES_REF, TREE, GitStore, Tip
-from gitledger.ledger import Entry, Event, encode_event
-from gitledger.protocol import Verdict
-from gitledger.store import Intent
+from gitledger.core.errors import ConflictError, GitError, GitledgerError, UsageError, last_line
+from gitledger.core.events import Entry, Event, encode_event
+from gitledger.core.protocol import Verdict
+from gitledger.core.store import Intent
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import BLOB, FANOUT, INTENTS_REF, LEDGER_REFS, NOTES_REF, TREE, GitStore, Tip
 
 __all__ = [
     "DEFAULT_REMOTE",
@@ -446,7 +446,7 @@ def _lines(data: bytes) -> set[bytes]:
 
 
 class RemoteArbiter:
-    """The remote as arbiter between clones (:class:`gitledger.protocol.Arbiter`).
+    """The remote as arbiter between clones (:class:`gitledger.core.protocol.Arbiter`).
 
     ``confirm`` fetches and merges the remote ledger, then:
 

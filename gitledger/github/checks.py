@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitledger.errors import CheckError
-from gitledger.github import GitHubContext, GitHubError
-from gitledger.keys import StepKey
+from gitledger.core.errors import CheckError
+from gitledger.core.keys import StepKey
+from gitledger.github.client import GitHubContext
+from gitledger.github.settings import GitHubError
 
 
 @dataclass

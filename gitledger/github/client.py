@@ -38,338 +38,29 @@ Counting
 
 from __future__ import annotations
 
-import re
-import threading
-import time
-from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import github
 import github.Auth
-from urllib3.exceptions import MaxRetryError, ResponseError
-from urllib3.util.retry import Retry
+from urllib3.exceptions import MaxRetryError
 
-from gitledger.errors import GitledgerError, UsageError
+from gitledger.github.settings import DEFAULT_API_URL, GitHubError, GitHubSettings
+from gitledger.github.transport import ApiCalls, NoCacheToken, SafeRetry
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from github.Issue import Issue
     from github.PullRequest import PullRequest
     from github.Repository import Repository
-    from urllib3.connectionpool import ConnectionPool
-    from urllib3.response import BaseHTTPResponse
 
-    from gitledger.config import Config
-    from gitledger.git import GitRepo
-    from gitledger.keys import KeyRef, StepKey
+    from gitledger.core.keys import KeyRef, StepKey
+    from gitledger.git.repo import GitRepo
 
-DEFAULT_API_URL = "https://api.github.com"
-TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
-SAFE_METHODS = frozenset({"GET", "HEAD"})
-RETRY_STATUSES = frozenset({403, 429, 500, 502, 503, 504})
 MAX_BODY = 65536  # GitHub's limit for PR bodies and comments
 PER_PAGE = 100
 REDACTED = "***"
-
-_OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_REMOTE_PATTERNS = (
-    # https://github.com/o/r(.git), http(s)://user:pass@host/o/r.git, git://host/o/r.git
-    re.compile(r"^(?:https?|git)://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-    # ssh://git@host(:port)/o/r.git
-    re.compile(r"^ssh://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-    # git@github.com:o/r.git (scp-like; a local path has no "host:" in front)
-    re.compile(r"^(?:[^@/:]+@)?[A-Za-z0-9.-]+:(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-)
-
-
-class GitHubError(GitledgerError):
-    """GitHub could not be queried or refused a request; the message never contains the token."""
-
-
-class GitHubSettingsError(UsageError):
-    """GitHub settings are missing or invalid (no token, no repository, a bad variable): exit 2."""
-
-
-class WriteUnknownError(GitHubError):
-    """A write got no definite answer (5xx, timeout, dropped connection): it may or may not have happened."""
-
-
-# -- settings -------------------------------------------------------------------------------------------
-
-
-def parse_remote_url(url: str) -> str | None:
-    """``OWNER/NAME`` from a git remote URL, or None when the URL names no such repository."""
-    text = url.strip()
-    for pattern in _REMOTE_PATTERNS:
-        match = pattern.match(text)
-        if match:
-            full = f"{match['owner']}/{match['name']}"
-            return full if _OWNER_REPO.match(full) else None
-    return None
-
-
-def strip_userinfo(url: str) -> str:
-    """A URL without its ``user:password@`` part, safe to show."""
-    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@", r"\1", url.strip())
-
-
-def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not minimum <= value < float("inf"):
-        raise GitHubSettingsError(f"{name}={text!r} is not a number ≥ {minimum:g}; fix or unset it")
-    return value
-
-
-@dataclass(frozen=True)
-class GitHubSettings:
-    """Everything needed to talk to one GitHub repository."""
-
-    repo: str
-    token: str = field(repr=False)
-    api_url: str = DEFAULT_API_URL
-    timeout: float = 20.0
-    retries: int = 4
-    backoff: float = 1.0
-    max_wait: float = 60.0
-    write_interval: float = 1.0
-
-    @property
-    def owner(self) -> str:
-        return self.repo.split("/", 1)[0]
-
-    @property
-    def name(self) -> str:
-        return self.repo.split("/", 1)[1]
-
-    @classmethod
-    def resolve(
-        cls,
-        repo: str | None = None,
-        api_url: str | None = None,
-        git_repo: GitRepo | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> GitHubSettings:
-        """Settings from the arguments, the environment and the ``origin`` remote (see module doc)."""
-        import os
-
-        environ = os.environ if env is None else env
-        token = next((environ[v].strip() for v in TOKEN_VARS if environ.get(v, "").strip()), "")
-        if not token:
-            raise GitHubSettingsError(
-                "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a token that can read and write "
-                "pull requests of the repository"
-            )
-        full = _repository(repo, git_repo)
-        base = (api_url or environ.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL).rstrip("/")
-        if not re.match(r"^https?://[^/\s]+", base):
-            raise GitHubSettingsError(
-                f"GitHub API URL {strip_userinfo(base)!r} is not an http(s) URL; fix GITHUB_API_URL "
-                "or github.api_url"
-            )
-        return cls(
-            repo=full,
-            token=token,
-            api_url=base,
-            timeout=_number(environ, "GITLEDGER_GITHUB_TIMEOUT", 20.0, 1.0),
-            retries=int(_number(environ, "GITLEDGER_GITHUB_RETRIES", 4, 0)),
-            backoff=_number(environ, "GITLEDGER_GITHUB_BACKOFF", 1.0, 0.0),
-            max_wait=_number(environ, "GITLEDGER_GITHUB_MAX_WAIT", 60.0, 0.0),
-            write_interval=_number(environ, "GITLEDGER_GITHUB_WRITE_INTERVAL", 1.0, 0.0),
-        )
-
-
-def _repository(repo: str | None, git_repo: GitRepo | None) -> str:
-    if repo:
-        text = repo.strip()
-        if not _OWNER_REPO.match(text):
-            raise GitHubSettingsError(f"GitHub repository {text!r} must look like OWNER/NAME")
-        return text
-    url = None
-    if git_repo is not None:
-        proc = git_repo.run("remote", "get-url", "origin", check=False)
-        if proc.returncode == 0:
-            url = proc.stdout.decode(errors="replace").strip()
-    parsed = parse_remote_url(url) if url else None
-    if parsed:
-        return parsed
-    where = f" (origin is {strip_userinfo(url)!r})" if url else " (there is no 'origin' remote)"
-    raise GitHubSettingsError(
-        f"cannot tell which GitHub repository to use{where}: pass --github-repo OWNER/NAME or set "
-        "github.repo in .gitledger.yml"
-    )
-
-
-# -- transport --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ApiCalls:
-    """HTTP exchanges with GitHub, retries included (one per request actually sent)."""
-
-    by_method: Counter[str] = field(default_factory=Counter)
-    retries: int = 0
-    failures: int = 0  # exchanges that got no HTTP answer (connection error, timeout)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    @property
-    def total(self) -> int:
-        return sum(self.by_method.values())
-
-    @property
-    def reads(self) -> int:
-        return sum(n for m, n in self.by_method.items() if m in SAFE_METHODS)
-
-    @property
-    def writes(self) -> int:
-        return self.total - self.reads
-
-    def record(self, method: str | None, answered: bool = True) -> None:
-        with self._lock:
-            self.by_method[(method or "?").upper()] += 1
-            if not answered:
-                self.failures += 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "reads": self.reads,
-            "writes": self.writes,
-            "retries": self.retries,
-            "by_method": dict(sorted(self.by_method.items())),
-        }
-
-
-def _header(response: BaseHTTPResponse, name: str) -> str | None:
-    value = response.headers.get(name)
-    return str(value).strip() if value is not None else None
-
-
-def rate_limit_wait(response: BaseHTTPResponse, now: float | None = None) -> float | None:
-    """Seconds GitHub asks us to wait before retrying this answer, or None when it asks for nothing.
-
-    ``Retry-After`` (seconds or an HTTP date) wins; otherwise an exhausted primary limit
-    (``X-RateLimit-Remaining: 0``) waits until ``X-RateLimit-Reset`` (epoch seconds).
-    """
-    now = time.time() if now is None else now
-    retry_after = _header(response, "Retry-After")
-    if retry_after:
-        if retry_after.isdigit():
-            return float(retry_after)
-        import email.utils
-
-        parsed = email.utils.parsedate_tz(retry_after)
-        if parsed is not None:
-            return max(0.0, email.utils.mktime_tz(parsed) - now)
-    if _header(response, "X-RateLimit-Remaining") == "0":
-        reset = _header(response, "X-RateLimit-Reset") or ""
-        try:
-            return max(0.0, float(reset) - now) + 0.5  # the reset happens somewhere in that second
-        except ValueError:
-            return None
-    return None
-
-
-class SafeRetry(Retry):
-    """urllib3 retries that re-send only reads, wait as GitHub asks, stay within a budget, and count.
-
-    urllib3 calls :meth:`is_retry` once for every HTTP answer it gets and :meth:`increment` for every
-    attempt that failed (a retryable status or no answer at all), which is where exchanges are counted.
-    ``raise_on_status`` is off, so when the retries run out PyGithub sees the last real answer (a 500, a
-    rate-limited 403) and raises its usual exception for it.
-    """
-
-    def __init__(
-        self,
-        *args: Any,
-        calls: ApiCalls | None = None,
-        backoff: float = 1.0,
-        max_wait: float = 60.0,
-        waited: float = 0.0,
-        next_wait: float = 0.0,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.setdefault("raise_on_status", False)
-        kwargs.setdefault("respect_retry_after_header", False)  # honoured by sleep() below
-        kwargs.setdefault("backoff_factor", 0)
-        kwargs.setdefault("allowed_methods", SAFE_METHODS)
-        kwargs.setdefault("status_forcelist", RETRY_STATUSES)
-        super().__init__(*args, **kwargs)
-        self.calls = calls if calls is not None else ApiCalls()
-        self.backoff = backoff
-        self.max_wait = max_wait
-        self.waited = waited
-        self.next_wait = next_wait
-
-    def new(self, **kw: Any) -> Self:
-        kw.setdefault("calls", self.calls)
-        kw.setdefault("backoff", self.backoff)
-        kw.setdefault("max_wait", self.max_wait)
-        kw.setdefault("waited", self.waited)
-        kw.setdefault("next_wait", 0.0)
-        return super().new(**kw)
-
-    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-        self.calls.record(method)
-        return method.upper() in SAFE_METHODS and status_code in RETRY_STATUSES
-
-    def increment(
-        self,
-        method: str | None = None,
-        url: str | None = None,
-        response: BaseHTTPResponse | None = None,
-        error: Exception | None = None,
-        _pool: ConnectionPool | None = None,
-        _stacktrace: TracebackType | None = None,
-    ) -> Self:
-        safe = (method or "").upper() in SAFE_METHODS
-        if error is not None:
-            self.calls.record(method, answered=False)
-            if not safe and not self._is_connection_error(error):
-                raise error.with_traceback(_stacktrace)  # a write that may have reached GitHub: unknown
-        wait = self._wait_for(response)
-        if wait is None or self.waited + wait > self.max_wait:
-            # not retryable (a 403 that is no rate limit) or over budget: hand back what we have
-            if error is not None:
-                raise MaxRetryError(_pool, url or "", error) from error  # type: ignore[arg-type]
-            raise MaxRetryError(_pool, url or "", ResponseError("retry budget exhausted"))  # type: ignore[arg-type]
-        retry = super().increment(method, url, response, error, _pool, _stacktrace)
-        retry.waited = self.waited + wait
-        retry.next_wait = wait
-        self.calls.retries += 1
-        return retry
-
-    def _wait_for(self, response: BaseHTTPResponse | None) -> float | None:
-        attempt = len(self.history) + 1
-        backoff = self.backoff * 2.0 ** (attempt - 1)
-        if response is None:
-            return backoff
-        asked = rate_limit_wait(response)
-        if response.status == 403 and asked is None:
-            return None  # forbidden for a reason a retry cannot fix
-        return max(backoff if response.status != 403 else 0.0, asked or 0.0)
-
-    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
-        if self.next_wait > 0:
-            time.sleep(self.next_wait)
-
-
-class _Token(github.Auth.Token):
-    """Token auth that also asks every cache on the way not to answer from a stored copy."""
-
-    def authentication(self, headers: dict[str, Any]) -> None:
-        super().authentication(headers)
-        headers["Cache-Control"] = "no-cache"
-
 
 # -- results ----------------------------------------------------------------------------------------------
 
@@ -441,10 +132,10 @@ class GitHubContext:
             backoff=settings.backoff,
             max_wait=settings.max_wait,
         )
-        from gitledger import __version__
+        from gitledger._version import __version__
 
         self.client = github.Github(
-            auth=_Token(settings.token),
+            auth=NoCacheToken(settings.token),
             base_url=settings.api_url,
             timeout=max(1, round(settings.timeout)),
             user_agent=f"gitledger/{__version__} (PyGithub)",
@@ -467,16 +158,6 @@ class GitHubContext:
     ) -> GitHubContext:
         """The context for ``repo`` (else the origin remote's), the token and API URL from ``env``."""
         return cls(GitHubSettings.resolve(repo, api_url, git_repo, env), git_repo)
-
-    @classmethod
-    def for_config(
-        cls, config: Config, repo: str | None = None, git_repo: GitRepo | None = None
-    ) -> GitHubContext:
-        """The context for a repository's settings: ``repo`` (an override such as --github-repo), else
-        ``github.repo`` of .gitledger.yml, else the origin remote; ``github.api_url`` when set."""
-        return cls.from_settings(
-            repo=repo or config.github_repo, api_url=config.github_api_url, git_repo=git_repo
-        )
 
     # -- basics --------------------------------------------------------------------------------------
 
@@ -740,20 +421,10 @@ def _innermost(exc: BaseException) -> BaseException:
 
 
 __all__ = [
-    "DEFAULT_API_URL",
     "MAX_BODY",
-    "ApiCalls",
     "FoundPull",
     "GitHubContext",
-    "GitHubError",
-    "GitHubSettings",
-    "GitHubSettingsError",
     "PullInfo",
-    "SafeRetry",
-    "WriteUnknownError",
     "describe",
     "is_unknown_outcome",
-    "parse_remote_url",
-    "rate_limit_wait",
-    "strip_userinfo",
 ]

@@ -32,8 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from gitledger.errors import GitError, GitledgerError, UsageError
-from gitledger.keys import KEY_RE, TRAILER_TOKEN, Names, branch_for
+from gitledger.core.errors import GitError, GitledgerError, UsageError
+from gitledger.core.keys import KEY_RE, TRAILER_TOKEN, Names, branch_for
 
 HOOK_NAMES: tuple[str, ...] = ("commit-msg", "pre-push")
 HOOK_VERSION = 1
@@ -51,7 +51,7 @@ _HEADS = "refs/heads/"
 ExistenceFinder = Callable[[str], str | None]
 """``finder(key)`` returns the URL of an existing artifact for ``key`` (a pull request), else None.
 
-A finder that cannot tell (network down) raises :class:`gitledger.errors.CheckError`: not knowing is not
+A finder that cannot tell (network down) raises :class:`gitledger.core.errors.CheckError`: not knowing is not
 the same as absent, so the push is refused with the override hint.
 """
 
@@ -507,7 +507,7 @@ def existence_finders(repo: Path, remote: str, url: str) -> list[ExistenceFinder
     It is called only when a pushed commit carries a key, and imports PyGithub only then.
     """
     from gitledger import config as config_mod
-    from gitledger.github import TOKEN_VARS, parse_remote_url
+    from gitledger.github.settings import TOKEN_VARS, parse_remote_url
 
     if not any(os.environ.get(var, "").strip() for var in TOKEN_VARS):
         return []
@@ -517,13 +517,13 @@ def existence_finders(repo: Path, remote: str, url: str) -> list[ExistenceFinder
         return []
 
     def github_pull(key: str) -> str | None:
-        from gitledger.errors import CheckError, GitledgerError
-        from gitledger.github import GitHubContext
-        from gitledger.keys import KeyRef
+        from gitledger.core.errors import CheckError, GitledgerError
+        from gitledger.core.keys import KeyRef
+        from gitledger.session import open_session
 
         try:
-            with GitHubContext.for_config(cfg, full_name) as ctx:
-                found = ctx.find_pull(KeyRef(key, cfg.names), marker_scan=False)
+            with open_session(repo, full_name) as session:
+                found = session.github().find_pull(KeyRef(key, cfg.names), marker_scan=False)
         except GitledgerError as exc:
             raise CheckError(f"cannot ask GitHub about {key}: {exc}") from exc
         return f"pull request {found.html_url}" if found else None

@@ -1,6 +1,6 @@
 """The ledger store interface, and an in-memory implementation for fast tests.
 
-A store keeps one :class:`~gitledger.ledger.Entry` per key. Its only write is :meth:`Store.append`,
+A store keeps one :class:`~gitledger.core.events.Entry` per key. Its only write is :meth:`Store.append`,
 a compare-and-swap at the level of one key: the event is appended only when the entry's version is
 still ``expected`` (the version the caller decided on). A caller that loses re-reads and decides again.
 Writes to other keys never make an append fail.
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from gitledger.keys import StepKey
-from gitledger.ledger import Entry, Event, encode_event, parse_events
+from gitledger.core.events import Entry, Event, encode_event, parse_events
+from gitledger.core.keys import StepKey
 
 ANY_VERSION = "*"
 
@@ -50,6 +50,10 @@ class Store(Protocol):
         """Every entry, in key order."""
         ...
 
+    def intent(self, key: str) -> Intent | None:
+        """The intent recorded for ``key`` (task, step, digest), or None when there is none."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -58,6 +62,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
+        self._intents: dict[str, Intent] = {}
         self._lock = threading.Lock()
 
     def _entry(self, key: str) -> Entry:
@@ -77,6 +82,7 @@ class MemoryStore:
             if expected != ANY_VERSION and current != expected:
                 return None
             self._data[intent.key] = self._data.get(intent.key, b"") + encode_event(event)
+            self._intents.setdefault(intent.key, intent)
             return self._entry(intent.key).version
 
     def entries(self) -> Iterator[Entry]:
@@ -84,6 +90,10 @@ class MemoryStore:
             keys = sorted(self._data)
         for key in keys:
             yield self.load(key)
+
+    def intent(self, key: str) -> Intent | None:
+        with self._lock:
+            return self._intents.get(key)
 
     def corrupt(self, key: str, raw: bytes) -> None:
         """Test helper: append raw bytes to an entry."""
