@@ -109,6 +109,10 @@ def dump(result: Any) -> dict[str, Any]:
     return data
 
 
+def text(result: Any) -> str:
+    return str(dump(result)["content"][0]["text"])
+
+
 def meta(result: Any) -> dict[str, Any]:
     return dict(dump(result).get("_meta") or {})
 
@@ -255,7 +259,7 @@ def test_same_key_in_flight_in_another_proxy_is_in_progress(world: World) -> Non
                         await anyio.sleep(0.05)
                 results["b"] = await b.call_tool("create_pull_request", create_pr("Parser fix"))
             later = await b.call_tool("create_pull_request", create_pr("Parser fix, again"))
-        assert results["b"].is_error and "in_progress" in results["b"].content[0].text
+        assert results["b"].is_error and "in_progress" in text(results["b"])
         assert meta(results["b"])["io.gitledger/status"] == "in_progress"
         assert later.structured_content == results["a"].structured_content
 
@@ -267,7 +271,7 @@ def test_upstream_error_result_is_returned_and_recorded_failed_then_retried(worl
     async def main() -> None:
         async with world.proxy(env={"FAKE_MCP_FAIL": "create_pull_request"}) as s:
             failed = await s.call_tool("create_pull_request", create_pr("Fix the parser"))
-        assert failed.is_error and "502" in failed.content[0].text
+        assert failed.is_error and "502" in text(failed)
         assert [e["state"] for e in world.ledger()] == ["failed"]
         async with world.proxy() as s:
             made = await s.call_tool("create_pull_request", create_pr("Fix the parser"))
@@ -316,7 +320,7 @@ def test_comment_without_a_task_is_refused(world: World) -> None:
             result = await s.call_tool(
                 "add_issue_comment", {"owner": "acme", "repo": "widgets", "issue_number": 1, "body": "hi"}
             )
-        assert result.is_error and "GITLEDGER_TASK" in result.content[0].text
+        assert result.is_error and "GITLEDGER_TASK" in text(result)
 
     anyio.run(main)
     assert world.calls("add_issue_comment") == 0

@@ -195,6 +195,13 @@ class ProxyGuard:
             return None
         return McpToolRule()
 
+    def step_key(self, name: str, arguments: Mapping[str, Any]) -> StepKey:
+        """The ledger key a guarded call of ``name`` with ``arguments`` is recorded under."""
+        try:
+            return self._prepare(name, self.rule_for(name) or McpToolRule(), dict(arguments)).step
+        except _NoTask as exc:
+            raise UsageError(str(exc)) from exc
+
     # -- one guarded call ---------------------------------------------------------------------------
 
     def handle(self, name: str, arguments: Mapping[str, Any] | None, upstream: Upstream) -> Reply:
