@@ -219,6 +219,7 @@ async def serve(request: ProxyRequest, guard: ProxyGuard, status: dict[str, bool
             if init.capabilities.tools is not None:
                 guard.set_tools(tool_info(t) for t in await proxy._all_tools())
             server = _server(proxy, init)
+            server.middleware = []  # no per-message tracing span: the pass-through stays lean
             options = InitializationOptions(
                 server_name=init.server_info.name,
                 server_version=init.server_info.version,
