@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli import audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
     command = typer.main.get_command(app)
