@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from gitledger.core.errors import ConfigError
 from gitledger.core.task import TaskChoice, choose_task, pattern_problem, task_from_branch
-from gitledger.errors import ConfigError
 from gitledger.features.agent.task import resolve_task
 from tests.helpers import git
 

@@ -420,8 +420,8 @@ def test_oversized_body_is_refused_before_any_call(github: FakeGitHub, ctx: Any,
 
 
 def test_step_from_env_round_trips_with_custom_prefixes() -> None:
-    from gitledger.git.checks import step_env
     from gitledger.github.writes import step_from_env
+    from gitledger.local.command import step_env
 
     names = Names(branch_prefix="bots/", label_prefix="gl/")
     step = StepKey.derive("T-9", "open-pr", Content.text("c"), names)

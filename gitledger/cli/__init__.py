@@ -19,6 +19,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from gitledger.cli.mcp_proxy import main as mcp_proxy
 
         return mcp_proxy(args[1:])
+    if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
+        from gitledger.cli.agent_hook import run
+
+        return run(args[1:])
     from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
@@ -28,7 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
     command = typer.main.get_command(app)

@@ -53,7 +53,8 @@ def audit_command(
 
     Exit codes: 0, or 1 with --fail-on-duplicates when duplicates exist or when closing one failed.
     """
-    from gitledger.features.audit.run import AuditOptions, run_audit, write_step_summary
+    from gitledger.features.audit.run import AuditOptions, run_audit
+    from gitledger.features.audit.summary import write_step_summary
 
     report = run_audit(
         AuditOptions(

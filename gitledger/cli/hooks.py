@@ -84,7 +84,7 @@ def check_push_command(
     and key found in its new commits. Exits 1, naming the existing branch, when the remote already has
     the key's convention branch under another name.
     """
-    from gitledger.features.hooks.install import (
+    from gitledger.features.hooks.prepush import (
         OVERRIDE_HINT,
         check_push,
         existence_finders,
@@ -121,7 +121,7 @@ def run_ledger_sync(remote: str) -> int:
     Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed.
     """
     from gitledger.cli import main
-    from gitledger.features.hooks.install import no_git_env
+    from gitledger.git.hooks import no_git_env
 
     clean = no_git_env()
     os.environ.clear()

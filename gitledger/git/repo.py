@@ -21,11 +21,14 @@ from typing import IO
 
 from gitledger.core.errors import DamagedObjectError, GitError, UsageError, last_line
 
-_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
-
 
 def git_env() -> dict[str, str]:
-    """The environment for git children: C locale for parseable messages, no prompts."""
+    """The environment for git children: C locale for parseable messages, no prompts.
+
+    :class:`GitRepo` names its repository with ``--git-dir``/``-C``, so the caller's GIT_* variables are
+    passed through; code that runs inside a git hook, where git exports GIT_DIR, GIT_INDEX_FILE and
+    friends, uses :func:`gitledger.git.hooks.no_git_env` instead.
+    """
     env = dict(os.environ)
     env["LC_ALL"] = "C"
     env["GIT_TERMINAL_PROMPT"] = "0"
@@ -186,6 +189,16 @@ class GitRepo:
         self.zero_oid = "0" * (64 if object_format == "sha256" else 40)
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
+
+    @classmethod
+    def init_bare(cls, path: str | os.PathLike[str]) -> GitRepo:
+        """Create an empty bare repository at ``path`` and open it."""
+        proc = subprocess.run(
+            ["git", "init", "-q", "--bare", os.fspath(path)], capture_output=True, env=git_env()
+        )
+        if proc.returncode != 0:
+            raise GitError(f"git init failed: {last_line(proc.stderr)}")
+        return cls.discover(path)
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] | None = None) -> GitRepo:

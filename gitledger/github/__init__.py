@@ -21,9 +21,11 @@ _FACE = {
     "SafeRetry": "gitledger.github.transport",
     "rate_limit_wait": "gitledger.github.transport",
     "MAX_BODY": "gitledger.github.client",
-    "FoundPull": "gitledger.github.client",
+    "FoundPull": "gitledger.github.port",
+    "Comment": "gitledger.github.port",
+    "GitHubClient": "gitledger.github.port",
     "GitHubContext": "gitledger.github.client",
-    "PullInfo": "gitledger.github.client",
+    "PullInfo": "gitledger.github.port",
     "describe": "gitledger.github.client",
     "is_unknown_outcome": "gitledger.github.client",
 }
@@ -32,7 +34,9 @@ __all__ = [
     "DEFAULT_API_URL",
     "MAX_BODY",
     "ApiCalls",
+    "Comment",
     "FoundPull",
+    "GitHubClient",
     "GitHubContext",
     "GitHubError",
     "GitHubSettings",
@@ -60,14 +64,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from gitledger.github.client import (
-        MAX_BODY,
-        FoundPull,
-        GitHubContext,
-        PullInfo,
-        describe,
-        is_unknown_outcome,
-    )
+    from gitledger.github.client import MAX_BODY, GitHubContext, describe, is_unknown_outcome
+    from gitledger.github.port import Comment, FoundPull, GitHubClient, PullInfo
     from gitledger.github.settings import (
         DEFAULT_API_URL,
         GitHubError,

@@ -39,7 +39,6 @@ Counting
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +46,7 @@ import github
 import github.Auth
 from urllib3.exceptions import MaxRetryError
 
+from gitledger.github.port import Comment, FoundPull, IssueInfo, PullInfo
 from gitledger.github.settings import DEFAULT_API_URL, GitHubError, GitHubSettings
 from gitledger.github.transport import ApiCalls, NoCacheToken, SafeRetry
 
@@ -65,52 +65,24 @@ REDACTED = "***"
 # -- results ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PullInfo:
-    """What gitledger needs to know about one pull request (from a list answer, no extra calls)."""
-
-    number: int
-    html_url: str
-    state: str  # "open" or "closed"
-    merged: bool
-    title: str
-    body: str
-    head_ref: str
-    head_label: str  # "owner:branch"
-    base_ref: str
-    labels: tuple[str, ...]
-    created_at: str | None = None
-
-    @classmethod
-    def of(cls, pr: PullRequest) -> PullInfo:
-        created = pr.created_at
-        return cls(
-            number=pr.number,
-            html_url=pr.html_url,
-            state=pr.state,
-            merged=pr.merged_at is not None,
-            title=pr.title or "",
-            body=pr.body or "",
-            head_ref=pr.head.ref,
-            head_label=pr.head.label or "",
-            base_ref=pr.base.ref,
-            labels=tuple(label.name for label in pr.labels),
-            created_at=created.isoformat() if created is not None else None,
-        )
-
-    @property
-    def status(self) -> str:
-        """open, merged or closed (closed without merging)."""
-        return "merged" if self.merged else self.state
-
-
-@dataclass(frozen=True)
-class FoundPull:
-    """A PR found for a key, and which evidence found it (head, label or marker)."""
-
-    number: int
-    html_url: str
-    via: str
+def pull_info(pr: PullRequest) -> PullInfo:
+    """A :class:`PullInfo` from a PyGithub pull request (no extra calls)."""
+    created = pr.created_at
+    return PullInfo(
+        number=pr.number,
+        html_url=pr.html_url,
+        state=pr.state,
+        merged=pr.merged_at is not None,
+        title=pr.title or "",
+        body=pr.body or "",
+        head_ref=pr.head.ref,
+        head_label=pr.head.label or "",
+        base_ref=pr.base.ref,
+        labels=tuple(label.name for label in pr.labels),
+        created_at=created.isoformat() if created is not None else None,
+        head_sha=pr.head.sha or "",
+        base_sha=pr.base.sha or "",
+    )
 
 
 # -- the context ------------------------------------------------------------------------------------------
@@ -147,6 +119,7 @@ class GitHubContext:
         )
         self._repo: Repository | None = None
         self._repo_visible = False
+        self._login: str | None = None
 
     @classmethod
     def from_settings(
@@ -164,6 +137,14 @@ class GitHubContext:
     @property
     def full_name(self) -> str:
         return self.settings.repo
+
+    @property
+    def api_url(self) -> str:
+        return self.settings.api_url
+
+    @property
+    def token(self) -> str:
+        return self.settings.token
 
     @property
     def owner(self) -> str:
@@ -200,23 +181,31 @@ class GitHubContext:
         try:
             self.repo.requester.requestJsonAndCheck("GET", self.repo.url)
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, "read the repository") from exc
             raise
         self._repo_visible = True
 
     def default_branch(self) -> str:
+        return self._repository_field("default_branch", "read the repository's default branch")
+
+    def clone_url(self) -> str:
+        """The repository's https clone URL (one call)."""
+        return self._repository_field("clone_url", "read the repository's clone URL")
+
+    def _repository_field(self, name: str, doing: str) -> str:
         try:
             _, data = self.repo.requester.requestJsonAndCheck("GET", self.repo.url)
         except Exception as exc:
-            if _is_network_or_github(exc):
-                raise self.error(exc, "read the repository's default branch") from exc
+            if is_failure(exc):
+                raise self.error(exc, doing) from exc
             raise
         self._repo_visible = True
-        branch = data.get("default_branch") if isinstance(data, dict) else None
-        if not isinstance(branch, str) or not branch:
-            raise GitHubError(f"GitHub did not say which branch is the default of {self.full_name}")
-        return branch
+        value = data.get(name) if isinstance(data, dict) else None
+        if not isinstance(value, str) or not value:
+            what = "which branch is the default" if name == "default_branch" else f"the {name}"
+            raise GitHubError(f"GitHub did not say {what} of {self.full_name}")
+        return value
 
     # -- queries (list endpoints only: strongly consistent, unlike search) -----------------------------
 
@@ -234,9 +223,9 @@ class GitHubContext:
             kwargs["head"] = f"{self.owner}:{head_branch}"
         try:
             for pr in self.repo.get_pulls(**kwargs):
-                yield PullInfo.of(pr)
+                yield pull_info(pr)
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, "list pull requests") from exc
             raise
 
@@ -248,7 +237,7 @@ class GitHubContext:
                 if _is_pull(issue):
                     yield issue.number, issue.html_url
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, f"list issues labelled {label!r}") from exc
             raise
 
@@ -283,7 +272,7 @@ class GitHubContext:
                 self.ensure_visible()  # a 404 for the repository itself is not "absent"
             return None
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, f"look up branch {branch!r}") from exc
             raise
         links = found._links if isinstance(found._links, dict) else {}
@@ -304,17 +293,66 @@ class GitHubContext:
                 )
             ) from exc
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, f"list comments of #{number}") from exc
             raise
         return None
+
+    def comments(self, number: int) -> list[Comment]:
+        """Every comment of issue or pull request ``number``, oldest first (1 call per 100)."""
+        try:
+            return [
+                Comment(c.id, c.body or "", c.html_url, c.user.login if c.user is not None else "")
+                for c in self.repo.get_issue(number).get_comments()
+            ]
+        except github.UnknownObjectException as exc:
+            raise GitHubError(
+                self.redact(
+                    f"issue or pull request #{number} not found in {self.full_name} "
+                    "(or the token cannot see it)"
+                )
+            ) from exc
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"list comments of #{number}") from exc
+            raise
+
+    def create_comment(self, number: int, body: str) -> Comment:
+        """Post a comment (sent once, never re-sent: see :class:`SafeRetry`)."""
+        try:
+            posted = self.repo.get_issue(number).create_comment(body)
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"comment on #{number}") from exc
+            raise
+        return Comment(posted.id, posted.body or "", posted.html_url)
+
+    def edit_comment(self, comment_id: int, body: str) -> None:
+        """Replace the body of comment ``comment_id``."""
+        try:
+            self.repo.requester.requestJsonAndCheck(
+                "PATCH", f"{self.repo.url}/issues/comments/{comment_id}", input={"body": body}
+            )
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"edit comment {comment_id}") from exc
+            raise
+
+    def close_pull(self, number: int) -> None:
+        """Close pull request ``number``."""
+        try:
+            self.repo.get_pull(number).edit(state="closed")
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"close #{number}") from exc
+            raise
 
     def pull_commit_messages(self, number: int) -> list[str]:
         """Commit messages of PR ``number`` (1 call per 100 commits; GitHub lists at most 250)."""
         try:
             return [c.commit.message for c in self.repo.get_pull(number).get_commits()]
         except Exception as exc:
-            if _is_network_or_github(exc):
+            if is_failure(exc):
                 raise self.error(exc, f"list commits of PR #{number}") from exc
             raise
 
@@ -328,6 +366,49 @@ class GitHubContext:
         else:
             host = base
         return f"{host}/{self.full_name}"
+
+    # -- queries of the agent guard (docs/agents.md) ------------------------------------------------
+
+    def pull_for_head(self, head: str) -> PullInfo | None:
+        """The newest PR whose head is ``head`` of this repository, in any state (1 call), or None."""
+        expected = f"{self.owner}:{head}".lower()
+        for pr in self.iter_pulls(state="all", head_branch=head):
+            if pr.head_ref == head and (not pr.head_label or pr.head_label.lower() == expected):
+                return pr
+        return None
+
+    def issues_by(self, login: str) -> list[IssueInfo]:
+        """Issues (not PRs) opened by ``login`` in any state, newest first (1 call per 100 issues)."""
+        try:
+            return [
+                IssueInfo(i.number, i.html_url, i.title or "", i.state)
+                for i in self.repo.get_issues(
+                    state="all",
+                    creator=login,  # type: ignore[arg-type]  # PyGithub accepts a login (str)
+                    sort="created",
+                    direction="desc",
+                )
+                if not _is_pull(i)
+            ]
+        except Exception as exc:
+            if is_failure(exc):
+                raise self.error(exc, f"list issues opened by {login}") from exc
+            raise
+
+    def login(self) -> str:
+        """The login of the token's user (1 call, then remembered)."""
+        if self._login is None:
+            try:
+                _, data = self.repo.requester.requestJsonAndCheck("GET", "/user")
+            except Exception as exc:
+                if is_failure(exc):
+                    raise self.error(exc, "read the token's user") from exc
+                raise
+            login = data.get("login") if isinstance(data, dict) else None
+            if not isinstance(login, str) or not login:
+                raise GitHubError("GitHub did not say which user the token belongs to (GET /user)")
+            self._login = login
+        return self._login
 
 
 def _is_pull(issue: Issue) -> bool:
@@ -358,8 +439,9 @@ def _message(exc: BaseException) -> str:
     return str(exc)
 
 
-def _is_network_or_github(exc: BaseException) -> bool:
-    """Errors that mean "GitHub did not give a usable answer" (as opposed to bugs)."""
+def is_failure(exc: BaseException) -> bool:
+    """The one failure predicate: an error that means "GitHub did not give a usable answer" (an HTTP
+    error, a refused or dropped connection, retries exhausted), as opposed to a bug."""
     return isinstance(exc, github.GithubException | OSError | MaxRetryError)
 
 
@@ -422,9 +504,9 @@ def _innermost(exc: BaseException) -> BaseException:
 
 __all__ = [
     "MAX_BODY",
-    "FoundPull",
     "GitHubContext",
-    "PullInfo",
     "describe",
+    "is_failure",
     "is_unknown_outcome",
+    "pull_info",
 ]
