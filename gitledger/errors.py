@@ -23,8 +23,8 @@ from gitledger.core.errors import (
 
 __all__ = [
     "EXIT_ERROR",
-    "EXIT_IN_PROGRESS",
     "EXIT_INTERNAL",
+    "EXIT_IN_PROGRESS",
     "EXIT_OK",
     "EXIT_UNCONFIRMED",
     "EXIT_USAGE",

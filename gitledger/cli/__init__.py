@@ -16,6 +16,10 @@ from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, Gitledg
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit code. Errors become one line on stderr, bugs included."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "mcp-proxy":  # long-lived and lean: no typer on its path
+        from gitledger.cli.mcp_proxy import main as mcp_proxy
+
+        return mcp_proxy(args[1:])
     if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
         from gitledger.cli.agent_hook import run
 
@@ -47,7 +51,7 @@ def _dispatch(args: list[str]) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import agent, audit, github, hooks, inspect, keys, steps, sync  # noqa: F401
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
     command = typer.main.get_command(app)
