@@ -25,7 +25,6 @@ from gitledger.api.results import (
     _make_outcome,
     _Outcome,
     _raise_for,
-    _SerialStore,
 )
 from gitledger.config import Config
 from gitledger.core.checks import CallableCheck, Check, CheckSpec, LedgerCheck
@@ -44,7 +43,7 @@ from gitledger.core.protocol import (
     StepResult,
     StepRunner,
 )
-from gitledger.core.store import Store
+from gitledger.core.store import SerialStore, Store
 
 if TYPE_CHECKING:
     from gitledger.git.repo import GitRepo
@@ -79,7 +78,7 @@ class Ledger:
         from gitledger.session import Session
 
         self.session = Session(
-            _SerialStore(store), config or Config(), repo, Path(cwd or ".").resolve(), github_repo
+            SerialStore(store), config or Config(), repo, Path(cwd or ".").resolve(), github_repo
         )
         self.max_result = max_result
         self._owner = owner
@@ -91,8 +90,8 @@ class Ledger:
         self._finalizer = weakref.finalize(self, _close_store, self.store, self._pid) if _owns else None
 
     @property
-    def store(self) -> _SerialStore:
-        return cast(_SerialStore, self.session.store)
+    def store(self) -> SerialStore:
+        return cast(SerialStore, self.session.store)
 
     @property
     def repo(self) -> GitRepo | None:
@@ -390,7 +389,7 @@ class Ledger:
         return decorate
 
 
-def _close_store(store: _SerialStore, pid: int) -> None:
+def _close_store(store: SerialStore, pid: int) -> None:
     if os.getpid() == pid:  # never close a parent's reader from a forked child
         store.close()
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
@@ -17,7 +16,6 @@ from gitledger.core.errors import (
     GitledgerError,
     UsageError,
 )
-from gitledger.core.events import Entry, Event
 from gitledger.core.keys import Content, StepKey
 from gitledger.core.protocol import (
     IN_PROGRESS,
@@ -26,7 +24,6 @@ from gitledger.core.protocol import (
     ActionResult,
     StepResult,
 )
-from gitledger.core.store import Intent, Store
 
 if TYPE_CHECKING:
     pass
@@ -165,34 +162,3 @@ def _raise_for(result: StepResult) -> None:
 
 def _fingerprint(content: Content) -> str:
     return hashlib.sha256(content.kind.encode() + b"\0" + content.data).hexdigest()
-
-
-# -- the store, shared safely -----------------------------------------------------------------------
-
-
-class _SerialStore:
-    """A store whose calls are serialised: the git store's one ``cat-file`` pipe is not thread-safe."""
-
-    def __init__(self, store: Store) -> None:
-        self.inner = store
-        self._lock = threading.RLock()
-
-    def load(self, key: str | Intent) -> Entry:
-        with self._lock:
-            return self.inner.load(key)
-
-    def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
-        with self._lock:
-            return self.inner.append(intent, event, expected)
-
-    def entries(self) -> Iterator[Entry]:
-        with self._lock:
-            return iter(list(self.inner.entries()))
-
-    def intent(self, key: str) -> Intent | None:
-        with self._lock:
-            return self.inner.intent(key)
-
-    def close(self) -> None:
-        with self._lock:
-            self.inner.close()

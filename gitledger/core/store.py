@@ -102,3 +102,32 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+class SerialStore:
+    """A store shared by threads: its calls are serialised (the git store's one ``cat-file`` pipe is not
+    thread-safe). Used by the Python API and the MCP proxy's worker threads."""
+
+    def __init__(self, store: Store) -> None:
+        self.inner = store
+        self._lock = threading.RLock()
+
+    def load(self, key: str | Intent) -> Entry:
+        with self._lock:
+            return self.inner.load(key)
+
+    def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
+        with self._lock:
+            return self.inner.append(intent, event, expected)
+
+    def entries(self) -> Iterator[Entry]:
+        with self._lock:
+            return iter(list(self.inner.entries()))
+
+    def intent(self, key: str) -> Intent | None:
+        with self._lock:
+            return self.inner.intent(key)
+
+    def close(self) -> None:
+        with self._lock:
+            self.inner.close()

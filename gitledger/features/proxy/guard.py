@@ -18,15 +18,14 @@ event loop), results are plain JSON dicts in the wire form of ``CallToolResult``
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gitledger.config import Config, McpFind, McpProfile, McpToolRule
 from gitledger.core.checks import Check, LedgerCheck
 from gitledger.core.errors import CheckError, ConflictError, CorruptLedgerError, UsageError
-from gitledger.core.events import DONE, Entry, Event
+from gitledger.core.events import DONE
 from gitledger.core.keys import Content, Names, StepKey
 from gitledger.core.owner import Owner
 from gitledger.core.policy import DEFAULT_LEASE, StepPolicy
@@ -38,7 +37,7 @@ from gitledger.core.protocol import (
     Claim,
     StepRunner,
 )
-from gitledger.core.store import Intent, Store
+from gitledger.core.store import Intent, SerialStore, Store
 from gitledger.features.proxy.templates import (
     Missing,
     lookup,
@@ -115,35 +114,6 @@ class _Call:
     info: ToolInfo | None
 
 
-class _SerialStore:
-    """One store shared by the proxy's worker threads (the git store has one reader pipe)."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._lock = threading.Lock()
-
-    def load(self, key: str | Intent) -> Entry:
-        with self._lock:
-            return self._store.load(key)
-
-    def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
-        with self._lock:
-            return self._store.append(intent, event, expected)
-
-    def entries(self) -> Iterator[Entry]:
-        with self._lock:
-            entries = list(self._store.entries())
-        return iter(entries)
-
-    def intent(self, key: str) -> Intent | None:
-        with self._lock:
-            return self._store.intent(key)
-
-    def close(self) -> None:
-        with self._lock:
-            self._store.close()
-
-
 def similar_text(a: str, b: str, *, same_task: bool) -> bool:
     """Are two free texts near-duplicates? The test shared with the agent guard: a low bar against what
     this task recorded for the same target, a high one against texts found upstream (anyone's)."""
@@ -166,7 +136,7 @@ class ProxyGuard:
         owner: Owner | None = None,
         max_record: int = MAX_RECORD,
     ) -> None:
-        self.store = _SerialStore(store)
+        self.store = SerialStore(store)
         self.runner = StepRunner(self.store, owner)
         self.profile = profile
         self.task = task
