@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gitledger.core.errors import CheckError
 from gitledger.core.keys import StepKey
-from gitledger.github.client import GitHubContext
+from gitledger.github.port import GitHubClient
 from gitledger.github.settings import GitHubError
 
 
@@ -36,7 +36,7 @@ class PullRequestCheck:
     it again for the same key would undo that decision (the Renovate/Dependabot rule).
     """
 
-    ctx: GitHubContext
+    ctx: GitHubClient
     marker_scan: bool = True
     spec: str = "github-pr"
     queries_reality: bool = True
@@ -53,7 +53,7 @@ class PullRequestCheck:
 class BranchCheck:
     """The key's convention branch exists in the GitHub repository."""
 
-    ctx: GitHubContext
+    ctx: GitHubClient
     spec: str = "github-branch"
     queries_reality: bool = True
 
@@ -68,7 +68,7 @@ class BranchCheck:
 class CommentCheck:
     """A comment on issue or PR ``number`` carries the key's marker."""
 
-    ctx: GitHubContext
+    ctx: GitHubClient
     number: int
     queries_reality: bool = True
 

@@ -55,6 +55,7 @@ from gitledger.features.audit.trailers import (
     temporary_scan_repo,
 )
 from gitledger.git.repo import GitRepo
+from gitledger.session import Session
 
 if TYPE_CHECKING:
     from gitledger.github.port import GitHubClient
@@ -206,9 +207,12 @@ def scan_trailers(
     return result
 
 
-def run_audit(options: AuditOptions) -> AuditReport:
-    """Scan the repository's PRs, group them by key, read the ledger, and close duplicates if asked."""
-    from gitledger.session import Session
+def run_audit(options: AuditOptions, session: Session | None = None) -> AuditReport:
+    """Scan the repository's PRs, group them by key, read the ledger, and close duplicates if asked.
+
+    ``session`` (default: the one of ``options.repo_path``, or none outside a repository) is closed
+    when the audit ends.
+    """
 
     if options.trailers not in TRAILER_SOURCES:
         raise UsageError(f"--trailers must be one of {', '.join(TRAILER_SOURCES)}, not {options.trailers!r}")
@@ -216,7 +220,8 @@ def run_audit(options: AuditOptions) -> AuditReport:
         raise UsageError("--commit-api-limit must be 0 or more")
     started = time.monotonic()
     environ = os.environ if options.env is None else options.env
-    session = Session.discover(options.repo_path, options.github_repo, environ)
+    if session is None:
+        session = Session.discover(options.repo_path, options.github_repo, environ)
     try:
         git_repo = session.repo
         if (
