@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitledger.features.agent.install import hook_entries, merge, strip
-from tests.helpers import run_gitledger
+from testing.repos import run_gitledger
 
 FOREIGN = {
     "model": "x",

@@ -10,7 +10,7 @@ import pytest
 
 from gitledger import cli
 from gitledger.core.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
-from tests.helpers import init_repo
+from testing.repos import init_repo
 
 COMMANDS = [
     "key",

@@ -13,7 +13,7 @@ from gitledger.core.keys import StepKey
 from gitledger.core.store import ANY_VERSION, Intent, MemoryStore, SerialStore, Store
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import GitStore
-from tests.helpers import init_repo
+from testing.repos import init_repo
 
 
 @pytest.fixture(params=["memory", "git", "serial-git"])
