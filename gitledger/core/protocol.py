@@ -325,7 +325,7 @@ class StepRunner:
         :meth:`act` does for a callable. Callers that cannot pass the effect as a callable (a ``with``
         block, a coroutine) use this split; the decisions stay here.
 
-        The claim's lease is renewed by heartbeats (:mod:`gitledger.renewal`) from now until
+        The claim's lease is renewed by heartbeats (:mod:`gitledger.core.renewal`) from now until
         :meth:`finish` or :meth:`fail`; with ``heartbeat=False`` the caller starts them itself with
         ``claim.renewal.start()`` (e.g. only after forking the command: no thread across a fork).
         """

@@ -1,6 +1,6 @@
 """Lease renewal: a heartbeat thread that keeps a claim's lease ahead of the clock while its effect runs.
 
-Owners on other machines (see :mod:`gitledger.owner`) know a claim is held only by its lease. A step
+Owners on other machines (see :mod:`gitledger.core.owner`) know a claim is held only by its lease. A step
 that runs longer than its lease would be taken over (and made twice), so while the effect runs, its
 owner appends a heartbeat at a fraction of the lease (:data:`FRACTION`) that moves the lease on. A
 heartbeat that finds the claim closed by someone else (another owner took over after seeing the lease

@@ -13,7 +13,7 @@ Interrupts: gitledger waits for the command with SIGINT, SIGTERM and SIGHUP bloc
   every interrupt gitledger receives is forwarded to that whole group, exactly once (a supervisor that
   signals gitledger's group, e.g. ``timeout``, no longer reaches the command twice).
 
-gitledger's git helpers run in their own groups (:mod:`gitledger.git`), so no interrupt stops them
+gitledger's git helpers run in their own groups (:mod:`gitledger.git.repo`), so no interrupt stops them
 before the outcome is written. The command dies with gitledger (``PR_SET_PDEATHSIG``, checked against
 the parent's pid after it is set, so a gitledger killed while forking cannot leave it running), and it
 carries its claim's id in ``GITLEDGER_CLAIM`` so a successor sees any of its processes that outlive
