@@ -30,7 +30,10 @@ ON_UNCONFIRMED = typer.Option(
 LEASE = typer.Option(
     None,
     "--lease",
-    help="Seconds a claim holds against processes on other hosts (default 900).",
+    help=(
+        "Seconds a claim holds against processes on other machines (default 900); renewed every third "
+        "of it while the command runs."
+    ),
     show_default=False,
 )
 SETTLE = typer.Option(
