@@ -284,7 +284,8 @@ class ProxyGuard:
         except UpstreamError as exc:
             if exc.unknown and call.rule.find is None:
                 # nothing can tell later whether it happened: leave our claim open (unconfirmed once
-                # this proxy is gone; on_unconfirmed and 'gitledger resolve' settle it)
+                # this proxy is gone; on_unconfirmed and 'gitledger resolve' settle it), unrenewed
+                claim.stop_renewal()
                 self.runner.record(
                     call.step,
                     self.runner.event(
