@@ -31,6 +31,7 @@ START_TIMEOUT = 15.0
 class Served:
     """A server's folder and how to reach a repository in it."""
 
+    kind: str  # file, daemon, http, ssh
     root: Path
     base: str  # URL prefix: f"{base}/name.git"
     env: dict[str, str]  # what git clients need (e.g. GIT_SSH_COMMAND)
@@ -83,7 +84,7 @@ def _binary(name: str) -> str:
 def file_server(tmp: Path) -> Iterator[Served]:
     root = tmp / "file-served"
     root.mkdir()
-    yield Served(root, str(root), {})
+    yield Served("file", root, str(root), {})
 
 
 def daemon_server(tmp: Path) -> Iterator[Served]:
@@ -100,7 +101,7 @@ def daemon_server(tmp: Path) -> Iterator[Served]:
     )  # fmt: skip
     try:
         _wait_port(port, proc, "git daemon")
-        yield Served(root, f"git://127.0.0.1:{port}", {})
+        yield Served("daemon", root, f"git://127.0.0.1:{port}", {})
     finally:
         _stop(proc)
 
@@ -174,7 +175,7 @@ def http_server(tmp: Path) -> Iterator[Served]:
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         _wait_port(port, server, "nginx", work / "error.log")
-        yield Served(root, f"http://127.0.0.1:{port}", {})
+        yield Served("http", root, f"http://127.0.0.1:{port}", {})
     finally:
         if server is not None:
             _stop(server)
@@ -226,7 +227,7 @@ def ssh_server(tmp: Path) -> Iterator[Served]:
             f"ssh -i {work / 'client_key'} -o IdentitiesOnly=yes -o BatchMode=yes "
             f"-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
         )
-        yield Served(root, f"ssh://{user}@127.0.0.1:{port}{root}", {"GIT_SSH_COMMAND": command})
+        yield Served("ssh", root, f"ssh://{user}@127.0.0.1:{port}{root}", {"GIT_SSH_COMMAND": command})
     finally:
         _stop(proc)
 

@@ -104,7 +104,7 @@ def test_racing_clones_never_answer_unconfirmed(served: Served, tmp_path: Path) 
             statuses
         )
         assert reruns == ["skipped", "skipped"], (statuses, reruns)
-    print(f"race over {served.base.split(':')[0]}: {RACE_KEYS} keys, statuses {dict(seen)}")  # with -s
+    print(f"race over {served.kind}: {RACE_KEYS} keys, statuses {dict(seen)}")  # with -s
     assert seen["unconfirmed"] == 0 and seen["created"] == RACE_KEYS, seen
 
 
