@@ -33,6 +33,7 @@ GITHUB_KINDS = [k for k, v in KINDS.items() if v.github]
 EFFECTS_AFTER_CRASH: dict[str, int | None] = {
     "before-claim": 0,
     "after-claim": 0,
+    "fork-window": 0,  # the command notices that gitledger died before it could bind to it, and exits
     "during-effect": 0,
     "during-effect-racy": None,
     "after-effect": 1,
