@@ -233,3 +233,29 @@ def test_a_grandchild_that_outlives_a_killed_gitledger_keeps_the_claim(repo: Pat
     after = run_gitledger(*argv[3:], cwd=repo)
     assert after.returncode == 0 and '"already_existed"' in after.stdout, after.stdout + after.stderr
     assert lines(count) == ["x"]
+
+
+def test_resolve_forget_refuses_while_the_owner_runs(repo: Path, tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    first = start(
+        step_argv(script=f'echo up > "{started}"; exec sleep 30'),
+        repo,
+        {},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(started, "up")
+        key = str(entry(repo)["key"])
+        refused = run_gitledger("resolve", key, "--forget", cwd=repo)
+        assert refused.returncode == 75 and "held by a live owner" in refused.stderr, refused.stderr
+        assert entry(repo)["state"] == "attempting"
+        assert (
+            run_gitledger("resolve", key, "--done", "--force", cwd=repo).returncode == 2
+        )  # --force: --forget only
+        forced = run_gitledger("resolve", key, "--forget", "--force", cwd=repo)
+        assert forced.returncode == 0, forced.stderr
+        assert entry(repo)["state"] == "none"
+    finally:
+        first.kill()
+        first.wait()
