@@ -563,7 +563,7 @@ class Ledger:
         try:
             cfg = config_mod.load(repo.worktree)
             return cls(
-                GitStore(repo),
+                GitStore(repo, cfg.durability),
                 repo=repo,
                 config=cfg,
                 cwd=path,

@@ -4,6 +4,7 @@ Example::
 
     remote: origin            # the remote 'sync' and remote claims use
     claims: local             # or 'remote': push each claim to the remote before acting
+    durability: fsync         # or 'none': do not wait for the disk (survives a killed process, not a power cut)
     lease: 900                # seconds a claim holds against owners on other hosts
     on_unconfirmed: fail      # fail | retry | skip
     prefixes:
@@ -49,6 +50,7 @@ class Config:
     path: Path | None = None
     remote: str | None = None
     claims: str = "local"
+    durability: str = "fsync"
     lease: float | None = None
     on_unconfirmed: str | None = None
     names: Names = field(default_factory=Names)
@@ -148,7 +150,17 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps"),
+        (
+            "version",
+            "remote",
+            "claims",
+            "durability",
+            "lease",
+            "on_unconfirmed",
+            "prefixes",
+            "github",
+            "steps",
+        ),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -157,6 +169,8 @@ def parse(text: str, path: Path) -> Config:
         settings["remote"] = r.string(top["remote"], "remote")
     if "claims" in top:
         settings["claims"] = r.string(top["claims"], "claims", ("local", "remote"))
+    if "durability" in top:
+        settings["durability"] = r.string(top["durability"], "durability", ("fsync", "none"))
     if "lease" in top:
         settings["lease"] = r.seconds(top["lease"], "lease")
     if "on_unconfirmed" in top:

@@ -22,6 +22,7 @@ from typing import IO
 from gitledger.errors import DamagedObjectError, GitError, UsageError
 
 _ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+LOCK_TIMEOUT = 60.0
 
 
 def git_env() -> dict[str, str]:
@@ -325,20 +326,48 @@ class GitRepo:
         return proc.stdout.decode().strip() or None
 
     @contextlib.contextmanager
-    def lock(self, name: str = "gitledger.lock") -> Iterator[None]:
-        """An advisory lock shared by all gitledger writers of this repository (worktrees too).
+    def lock(self, name: str = "gitledger.lock", timeout: float | None = None) -> Iterator[None]:
+        """The lock shared by all gitledger writers of this repository (worktrees too).
 
-        It only cuts compare-and-swap retries; correctness never depends on it.
+        The ledger's decisions are taken under it (see docs/design.md). It is an ``flock``, so the
+        kernel releases it when its holder dies, whatever the signal; a holder that is alive but
+        stopped (SIGSTOP, Ctrl-Z) is waited for at most ``timeout`` seconds (``GITLEDGER_LOCK_TIMEOUT``,
+        default 60), then this fails naming the process that holds it.
         """
         import fcntl
+        import time
 
+        if timeout is None:
+            try:
+                timeout = float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
+            except ValueError:
+                timeout = LOCK_TIMEOUT
         path = self.common_dir / name
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                deadline = time.monotonic() + timeout
+                delay = 0.0001
+                while True:
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.002)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() > deadline:
+                            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                            raise GitError(
+                                f"the ledger lock {path} has been held for {timeout:g} s by process {holder}; "
+                                "if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, then try "
+                                "again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                            ) from None
+            os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield
         finally:
             os.close(fd)

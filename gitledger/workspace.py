@@ -42,6 +42,6 @@ def open_workspace(path: str | Path | None = None, github_repo: str | None = Non
     repo = GitRepo.discover(cwd)
     try:
         cfg = config_mod.load(repo.worktree)
-        yield Workspace(repo, GitStore(repo), cfg, cwd, github_repo)
+        yield Workspace(repo, GitStore(repo, cfg.durability), cfg, cwd, github_repo)
     finally:
         repo.close()

@@ -36,11 +36,12 @@ def test_events_append_and_cas(repo: Path):
 
 def test_people_can_read_the_ledger_with_git(repo: Path):
     assert record(repo)["status"] == "created"
+    assert run_json("flush", cwd=repo) == {"folded": 2}
     intent = git("ls-tree", "-r", "--format=%(objectname)", INTENTS_REF, cwd=repo)
     note = git("notes", "--ref=gitledger", "show", intent, cwd=repo)
     assert '"outcome":"created"' in note
-    log = git("log", "--format=%s", NOTES_REF, cwd=repo)
-    assert log.splitlines()[0].startswith("gitledger: done ") and "attempting" in log
+    log = git("log", "--format=%B", NOTES_REF, cwd=repo)
+    assert log.splitlines()[0] == "gitledger: 2 events" and "attempting" in log and "done" in log
     assert git("fsck", "--no-progress", "--strict", cwd=repo) == ""
 
 
@@ -89,6 +90,7 @@ def test_corrupt_note_fails_that_key_only(repo: Path):
         intent = store.intent(bad)
         assert intent is not None
         store.append(intent, {"state": "done"}, "*")  # valid, then break the blob by hand below
+        store.flush()
     intent_oid = git("notes", "--ref=gitledger", "list", cwd=repo).splitlines()
     target = next(
         line.split()[1]
