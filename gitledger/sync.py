@@ -370,6 +370,8 @@ class LedgerSync:
 
     def push(self, remote: RemoteTips, report: SyncReport | None = None) -> bool:
         """Push the local ledger refs with a lease on ``remote``; False when the remote moved first."""
+        with self.repo.lock():
+            self.store.fold_locked()  # nothing leaves the machine from the journal alone
         pushes: dict[str, str] = {}
         for ref in LEDGER_REFS:
             local = self.store.tip(ref).commit
