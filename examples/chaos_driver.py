@@ -17,7 +17,7 @@ for gitledger), the driver plays the operator: it looks at the outbox and runs
     python examples/chaos_driver.py [--rounds 40] [--tasks 4] [--seed 1] [--github] [--keep]
 
 ``--github`` starts the fake GitHub server (``python -m tests.fakegithub``) and needs gitledger's
-GitHub checks (``gitledger.github``). Prints a JSON summary; exit 0 when every assertion holds.
+GitHub checks (``gitledger.github.client``). Prints a JSON summary; exit 0 when every assertion holds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitledger.keys import StepKey, label_for
+from gitledger.core.keys import StepKey, label_for
 from tests.fakegithub import FakeGitHub
 from tests.github_support import REPO, TOKEN, client, clone, fast_env
 from tests.helpers import git, run_gitledger

@@ -42,8 +42,8 @@ def clone(server: FakeGitHub, path: Path, *, change: str = "change") -> Path:
 
 
 def context(server: FakeGitHub, repo: str = REPO, **overrides: str) -> Any:
-    """A real :class:`gitledger.github.GitHubContext` for the fake (PyGithub over HTTP)."""
-    from gitledger.github import GitHubContext
+    """A real :class:`gitledger.github.client.GitHubContext` for the fake (PyGithub over HTTP)."""
+    from gitledger.github.client import GitHubContext
 
     return GitHubContext.from_settings(repo=repo, env=fast_env(server, **overrides))
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.fastpath import parse
+from gitledger.cli.fastskip import parse
 from tests.helpers import run_gitledger
 
 SLOW = {"GITLEDGER_NO_FASTPATH": "1"}

@@ -6,8 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitledger.hooks import install
-from gitledger.keys import StepKey
+from gitledger.core.keys import StepKey
+from gitledger.features.hooks.install import install
 from tests.fakegithub import FakeGitHub
 from tests.github_support import clone, fast_env, open_pr
 from tests.helpers import git

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitledger._journal import DAMAGED_PREFIX, Journal, decode, encode
+from gitledger.git.journal import DAMAGED_PREFIX, Journal, decode, encode
 
 
 def rec(key: str, n: int) -> bytes:

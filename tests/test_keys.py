@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from gitledger.errors import UsageError
-from gitledger.keys import KEY_RE, Content, StepKey, parse_key
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import KEY_RE, Content, StepKey, parse_key
 from tests.helpers import run_gitledger
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitledger._objects import (
+from gitledger.git.objects import (
     DamagedRefError,
     ObjectReader,
     hash_object,

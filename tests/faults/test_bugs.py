@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.errors import UsageError
-from gitledger.keys import Content, StepKey
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import Content, StepKey
 from tests.helpers import gitledger_argv
 
 NOT_UTF8 = os.fsdecode(b"issue-\xff\xfe")  # what Python makes of argv bytes that are not UTF-8
@@ -67,7 +67,7 @@ def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, 
 
 @pytest.mark.parametrize("prefix", ["gitledger/", "agent/", "a.b/", "x-", "bots/v1.2/", ""])
 def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str) -> None:
-    from gitledger.keys import Names
+    from gitledger.core.keys import Names
 
     branch = StepKey.derive("t", "s", names=Names(branch_prefix=prefix)).branch
     proc = subprocess.run(["git", "check-ref-format", "--branch", branch], capture_output=True, check=False)
@@ -266,8 +266,8 @@ def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(rep
     created it reported the fresh ledger as damaged. Refs are now read from their files (loose, then
     packed-refs, as git does) at every look: a ref another process creates, or that 'git pack-refs'
     moves, is read as it is, never as damage."""
-    from gitledger.git import GitRepo
-    from gitledger.gitstore import NOTES_REF, GitStore
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import NOTES_REF, GitStore
     from tests.helpers import git, run_gitledger
 
     with GitRepo.discover(repo) as base:
@@ -284,10 +284,10 @@ def test_an_owner_that_finishes_between_the_read_and_the_liveness_check_is_not_u
     """Found while analysing a flaky sync test under load: a run read the entry (a claim), the owner
     then recorded done and exited, and the run, finding the owner gone, answered 'unconfirmed' (exit 3)
     from its stale read. Reproduced by letting the owner finish right after the run's read."""
-    from gitledger.checks import LedgerCheck
-    from gitledger.ledger import Entry
-    from gitledger.protocol import ActionResult, StepRunner, reconcile_entry
-    from gitledger.store import ANY_VERSION, Intent, MemoryStore
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.events import Entry
+    from gitledger.core.protocol import ActionResult, StepRunner, reconcile_entry
+    from gitledger.core.store import ANY_VERSION, Intent, MemoryStore
     from tests.faults.forge import PAST, foreign_owner
 
     step = StepKey.derive("t", "s")

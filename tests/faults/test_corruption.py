@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.keys import StepKey
+from gitledger.core.keys import StepKey
 from tests.faults.tally import TALLY
 from tests.helpers import git, run_gitledger
 

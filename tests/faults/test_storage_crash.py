@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.faults import STORAGE_POINTS
+from gitledger.core.crashpoints import STORAGE_POINTS
 from tests.faults.audit import audit
 from tests.helpers import git, init_repo, run_gitledger, run_json
 
