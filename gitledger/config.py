@@ -4,7 +4,7 @@ Example::
 
     remote: origin            # the remote 'sync' and remote claims use
     claims: local             # or 'remote': push each claim to the remote before acting
-    durability: fsync         # or 'none': do not wait for the disk (survives a killed process, not a power cut)
+    durability: fsync         # or 'none': do not wait for the disk (a killed process loses nothing)
     lease: 900                # seconds a claim holds against owners on other hosts
     on_unconfirmed: fail      # fail | retry | skip
     prefixes:

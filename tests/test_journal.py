@@ -39,10 +39,10 @@ def test_incremental_reads_and_rotation(tmp_path: Path) -> None:
     assert len(reader.lines("k1")) == 2 and reader.count() == 3
     writer.rotate()
     reader.refresh()
-    assert reader.records == [] and reader.keys() == []
+    assert reader.records == [] and reader.key_names() == []
     write(writer, rec("k3", 4))
     reader.refresh()
-    assert reader.keys() == ["k3"]
+    assert reader.key_names() == ["k3"]
 
 
 def test_torn_tail_is_skipped_then_cut_off_under_the_lock(tmp_path: Path) -> None:
@@ -54,14 +54,14 @@ def test_torn_tail_is_skipped_then_cut_off_under_the_lock(tmp_path: Path) -> Non
         fh.write(full[:-7])  # a writer killed in the middle of its append
     reader = Journal(path)
     reader.refresh()
-    assert reader.keys() == ["k1"] and reader.tail == full[:-7]
+    assert reader.key_names() == ["k1"] and reader.tail == full[:-7]
     notice = j.repair()
     assert notice is not None and "torn write" in notice
     assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n"
     assert Path(path).read_bytes() == rec("k1", 1)
     write(j, rec("k3", 3))  # appends after the repair are whole lines again
     reader.refresh()
-    assert reader.keys() == ["k1", "k3"] and reader.damaged == [] and reader.tail == b""
+    assert reader.key_names() == ["k1", "k3"] and reader.damaged == [] and reader.tail == b""
     assert j.repair() is None
 
 
@@ -72,7 +72,7 @@ def test_a_complete_line_with_a_bad_checksum_at_the_end_is_a_torn_tail(tmp_path:
     with open(path, "ab") as fh:
         fh.write(b"\0" * 40 + b"\n")  # zeros after a power loss
     j.refresh()
-    assert j.keys() == ["k1"] and j.damaged == []
+    assert j.key_names() == ["k1"] and j.damaged == []
     assert j.repair() is not None and os.path.getsize(path) == len(rec("k1", 1))
 
 
@@ -84,6 +84,6 @@ def test_damage_in_the_middle_is_shown_to_its_key(tmp_path: Path) -> None:
     Path(path).write_bytes(good + bytes(bad) + rec("k3", 3))
     j = Journal(path)
     j.refresh()
-    assert j.keys() == ["k1", "k2", "k3"]
+    assert j.key_names() == ["k1", "k2", "k3"]
     assert j.lines("k2")[0].startswith(DAMAGED_PREFIX)
     assert j.repair() is None  # not a torn tail: kept

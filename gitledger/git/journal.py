@@ -171,7 +171,7 @@ class Journal:
                 found.append(DAMAGED_PREFIX + raw.replace(b"\t", b" "))
         return found
 
-    def keys(self) -> list[str]:
+    def key_names(self) -> list[str]:
         keys = set(self.by_key)
         keys.update(k for k, _ in self.damaged if k is not None)
         return sorted(keys)

@@ -87,7 +87,9 @@ class _Pack:
             elif here > oid:
                 hi = mid
             else:
-                (offset,) = struct.unpack(">I", idx[self.offsets_at + mid * 4 : self.offsets_at + mid * 4 + 4])
+                (offset,) = struct.unpack(
+                    ">I", idx[self.offsets_at + mid * 4 : self.offsets_at + mid * 4 + 4]
+                )
                 if offset & 0x80000000:
                     at = self.large_at + (offset & 0x7FFFFFFF) * 8
                     (offset,) = struct.unpack(">Q", idx[at : at + 8])
@@ -242,7 +244,9 @@ class ObjectReader:
                 try:
                     return self._unpack(pack, offset, 0)
                 except (OSError, ValueError, IndexError, zlib.error, struct.error) as exc:
-                    raise DamagedObjectFileError(f"object {oid} in {pack.idx_path} is damaged: {exc}") from exc
+                    raise DamagedObjectFileError(
+                        f"object {oid} in {pack.idx_path} is damaged: {exc}"
+                    ) from exc
         for folder in self.dirs:
             found = self._loose(folder, oid)
             if found is not None:

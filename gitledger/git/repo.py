@@ -377,9 +377,9 @@ class GitRepo:
                         if time.monotonic() > deadline:
                             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
                             raise GitError(
-                                f"the ledger lock {path} has been held for {timeout:g} s by process {holder}; "
-                                "if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, then try "
-                                "again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                                f"the ledger lock {path} has been held for {timeout:g} s by process "
+                                f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
+                                "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
                             ) from None
             os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield

@@ -114,7 +114,7 @@ class Tip:
 
 
 class GitStore:
-    """A :class:`~gitledger.core.store.Store` in a journal + ``refs/notes/gitledger`` + ``refs/gitledger/intents``.
+    """A :class:`~gitledger.core.store.Store`: a journal + ``refs/notes/gitledger`` + the intents ref.
 
     ``durability``: ``"fsync"`` (default) makes every append durable before it returns; ``"none"``
     leaves it to the operating system (a killed process loses nothing, a power cut may), unless git's
@@ -188,7 +188,8 @@ class GitStore:
             pass
         if last:
             return f"restore it with 'git update-ref {ref} {last}' (its last value in 'git reflog {ref}')"
-        return f"restore it with 'git update-ref {ref} <commit>' (see 'git reflog {ref}') or fetch it from a clone"
+        hint = f"restore it with 'git update-ref {ref} <commit>' (see 'git reflog {ref}')"
+        return hint + " or fetch it from a clone"
 
     def tip(self, ref: str) -> Tip:
         """The commit and tree a ledger ref (or a commit id) points at."""
@@ -200,7 +201,9 @@ class GitStore:
             return Tip(None, None)
         found = self.read(oid)
         if found is None:
-            raise CorruptLedgerError(f"{ref} points at {oid}, which is missing from the repository; {self._repair_hint(ref)}")
+            raise CorruptLedgerError(
+                f"{ref} points at {oid}, which is missing from the repository; {self._repair_hint(ref)}"
+            )
         _, kind, data = found
         if kind != "commit":
             raise CorruptLedgerError(
@@ -362,7 +365,7 @@ class GitStore:
                 damaged.append((path, intent_oid))
             else:
                 keys[intent.key] = intent_oid
-        for key in self.journal.keys():
+        for key in self.journal.key_names():
             if key not in keys:
                 raw = self.journal.intents.get(key)
                 keys[key] = hash_object("blob", raw + b"\n", self.repo.object_format) if raw else None
@@ -374,7 +377,7 @@ class GitStore:
 
     def has_ledger(self) -> bool:
         self.journal.refresh()
-        return bool(self.journal.keys()) or any(self._ref(ref) for ref in LEDGER_REFS)
+        return bool(self.journal.key_names()) or any(self._ref(ref) for ref in LEDGER_REFS)
 
     # -- writing -------------------------------------------------------------------------------------
 
@@ -434,7 +437,7 @@ class GitStore:
         journal = self.journal
         for keep in stale_keeps(self.repo.objects_dir):  # we hold the lock: their folds are over
             unkeep(keep)
-        keys = journal.keys()
+        keys = journal.key_names()
         if not keys:
             return 0
         for _ in range(MAX_TRIES):
@@ -454,7 +457,9 @@ class GitStore:
                 merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
                 if not damaged and old is not None and merged == old:
                     continue  # already folded (a fold that died before it emptied the journal)
-                note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object("blob", merged)
+                note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
+                    "blob", merged
+                )
                 folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
                 at = self.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
@@ -467,13 +472,17 @@ class GitStore:
             if intent_changes:
                 root = self._put_many(intents.tree, intent_changes)
                 names = sorted(k for k in keys if k in journal.intents)
-                message = f"gitledger: intent {names[0]}" if len(intent_changes) == 1 else (
-                    f"gitledger: intents of {len(intent_changes)} keys"
+                message = (
+                    f"gitledger: intent {names[0]}"
+                    if len(intent_changes) == 1
+                    else (f"gitledger: intents of {len(intent_changes)} keys")
                 )
                 updates.append((INTENTS_REF, self.commit(root, [intents.commit], message), intents.commit))
             root = self._put_many(notes.tree, note_changes)
-            message = f"gitledger: {folded[0]}" if len(folded) == 1 else (
-                f"gitledger: {len(folded)} events\n\n" + "\n".join(folded)
+            message = (
+                f"gitledger: {folded[0]}"
+                if len(folded) == 1
+                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(folded))
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
@@ -523,7 +532,9 @@ class GitStore:
         if self.durability == "fsync":
             return True
         value = self._git_fsync if self._git_fsync is not None else ""
-        return not value or bool({p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"})
+        return not value or bool(
+            {p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"}
+        )
 
     def _update_ref(self, ref: str, new: str, old: str | None) -> bool:
         args = ["git", f"--git-dir={self.repo.git_dir}"]
@@ -532,12 +543,12 @@ class GitStore:
             args += ["-c", f"core.fsync={current + ',' if current else ''}committed"]
         args += ["update-ref", "-m", "gitledger", ref, new, old or self.repo.zero_oid]
         for _ in range(3):
-            proc = subprocess.run(args, capture_output=True, env=git_env(), check=False, start_new_session=True)
+            proc = subprocess.run(
+                args, capture_output=True, env=git_env(), check=False, start_new_session=True
+            )
             if proc.returncode == 0:
-                got = self._ref(ref)
-                if got != new:  # accepted, yet not there: never trust it; the caller reads and retries
-                    return False
-                return True
+                # accepted, yet not there: never trust it; the caller reads again and retries
+                return self._ref(ref) == new
             err = proc.stderr.decode(errors="replace")
             lock = self.repo.common_dir / f"{ref}.lock"
             if "File exists" in err and lock.exists():
@@ -546,7 +557,9 @@ class GitStore:
                 except FileNotFoundError:
                     continue
                 if age > STALE_REF_LOCK:  # all gitledger writers hold our lock: left by a dead one
-                    self._notice(f"gitledger: removed {lock}, left by a git process that died {age:.0f} s ago")
+                    self._notice(
+                        f"gitledger: removed {lock}, left by a git process that died {age:.0f} s ago"
+                    )
                     lock.unlink(missing_ok=True)
                 else:
                     time.sleep(0.05)
@@ -579,7 +592,10 @@ class GitStore:
                 groups.setdefault(path[0], {})[path[1:]] = blob
         for head, sub in groups.items():
             current = entries.get(head)
-            entries[head] = (TREE, self._put_many(current[1] if current and current[0] == TREE else None, sub))
+            entries[head] = (
+                TREE,
+                self._put_many(current[1] if current and current[0] == TREE else None, sub),
+            )
         return self.write_tree(entries)
 
     def commit(self, tree: str, parents: list[str | None], message: str) -> str:

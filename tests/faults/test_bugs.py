@@ -280,6 +280,7 @@ def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(rep
         git("pack-refs", "--all", cwd=repo)
         assert store.tip(NOTES_REF) == tip
 
+
 def test_an_owner_that_finishes_between_the_read_and_the_liveness_check_is_not_unconfirmed() -> None:
     """Found while analysing a flaky sync test under load: a run read the entry (a claim), the owner
     then recorded done and exited, and the run, finding the owner gone, answered 'unconfirmed' (exit 3)

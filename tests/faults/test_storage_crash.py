@@ -20,9 +20,20 @@ from tests.helpers import git, init_repo, run_gitledger, run_json
 def step(repo: Path, name: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     marker = repo / f"made-{name}"
     proc = run_gitledger(
-        "run-step", "-t", "T", "-s", name, "--check", f"file:{marker.name}", "--json", "--",
-        "sh", "-c", f"echo x >> count-{name}; touch {marker.name}",
-        cwd=repo, env=env,
+        "run-step",
+        "-t",
+        "T",
+        "-s",
+        name,
+        "--check",
+        f"file:{marker.name}",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        f"echo x >> count-{name}; touch {marker.name}",
+        cwd=repo,
+        env=env,
     )
     return proc.returncode, proc.stderr
 
