@@ -63,14 +63,9 @@ class _Pack:
         self.oids_at = 8 + 1024
         self.offsets_at = self.oids_at + self.count * (oid_len + 4)
         self.large_at = self.offsets_at + self.count * 4
-        self._pack: mmap.mmap | None = None
-
-    @property
-    def pack(self) -> mmap.mmap:
-        if self._pack is None:
-            with open(self.idx_path[:-4] + ".pack", "rb") as fh:
-                self._pack = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._pack
+        # mapped at once: a pack that 'git repack -d' deletes later stays readable (its inode lives)
+        with open(idx_path[:-4] + ".pack", "rb") as fh:
+            self.pack = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def find(self, oid: bytes) -> int | None:
         """The offset of ``oid`` in the pack, or None."""
@@ -97,10 +92,9 @@ class _Pack:
         return None
 
     def close(self) -> None:
-        for m in (self.idx, self._pack):
-            if m is not None:
-                with contextlib.suppress(BufferError, ValueError):
-                    m.close()
+        for m in (self.idx, self.pack):
+            with contextlib.suppress(BufferError, ValueError):
+                m.close()
 
 
 def _inflate(buf: mmap.mmap | bytes, pos: int, size: int) -> bytes:
