@@ -30,7 +30,7 @@ FIGURES: dict[str, str] = {
     "stress.events_lost": "stress: ledger events lost (must be 0)",
     "stress.events": "stress: ledger events checked",
     "stress.stale_locks": "stress: stale git lock files left by killed git processes and removed",
-    "housekeeping.steps": "housekeeping: steps recorded by 8 writers beside a loop of gc/repack/maintenance/prune",
+    "housekeeping.steps": "housekeeping: steps by 8 writers beside a gc/repack/maintenance/prune loop",
     "housekeeping.rounds": "housekeeping: rounds of the six housekeeping commands run meanwhile",
     "housekeeping.events_lost": "housekeeping: ledger events lost (must be 0)",
     "inputs.bad": "bad inputs tried (hostile names, malformed configs, corrupted ledgers)",

@@ -38,7 +38,8 @@ done = 0
 with GitRepo.discover(repo) as r:
     runner = StepRunner(GitStore(r, "none"))
     while time.time() < until:
-        result = runner.run(StepKey.derive(f"w{wid}", f"s{done}"), [LedgerCheck()], lambda: ActionResult(ok=True))
+        step = StepKey.derive(f"w{wid}", f"s{done}")
+        result = runner.run(step, [LedgerCheck()], lambda: ActionResult(ok=True))
         assert result.status == "created", result
         done += 1
 print(done)
