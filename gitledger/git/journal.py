@@ -25,6 +25,8 @@ import re
 import zlib
 from dataclasses import dataclass
 
+from gitledger.core import crashpoints as faults
+
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 
@@ -73,6 +75,9 @@ class Journal:
         self.durable = durable
         self._fd: int | None = None
         self._ino: int | None = None
+        self._wfd: int | None = None  # the append descriptor, kept while the file is the same
+        self._wino: int | None = None
+        self._wpid = os.getpid()
         self._reset()
 
     def _reset(self) -> None:
@@ -210,33 +215,41 @@ class Journal:
         )
 
     def append(self, record: bytes) -> int:
-        """Append one encoded record; return an open descriptor to :meth:`sync` (then it is closed).
+        """Append one encoded record; return the descriptor to :meth:`sync` once the lock is released.
 
         The caller holds the ledger lock while appending and may release it before syncing: concurrent
         writers' syncs then overlap (group commit), and nobody acts on an event before its own append
         returned, i.e. before it is durable.
         """
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            from gitledger.core import crashpoints as faults
-
-            if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
-                os.write(fd, record[: len(record) // 2])
-                faults.point("journal-torn")
-            view = memoryview(record)
-            while view:
-                view = view[os.write(fd, view) :]
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = self._append_fd()
+        if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
+            os.write(fd, record[: len(record) // 2])
+            faults.point("journal-torn")
+        view = memoryview(record)
+        while view:
+            view = view[os.write(fd, view) :]
         return fd
 
+    def _append_fd(self) -> int:
+        """A descriptor appending to the file at ``path`` now (kept open while it stays that file)."""
+        # under the lock, refresh() has just looked at the file: _ino is the inode at the path now
+        if self._wfd is not None and self._wpid == os.getpid() and self._ino is not None:
+            if self._ino == self._wino:
+                return self._wfd
+        self._close_wfd()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, os.getpid()
+        return fd
+
+    def _close_wfd(self) -> None:
+        if self._wfd is not None and self._wpid == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(self._wfd)
+        self._wfd = self._wino = None
+
     def sync(self, fd: int) -> None:
-        try:
-            if self.durable:
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
+        if self.durable:
+            os.fdatasync(fd)
 
     def rotate(self) -> None:
         """Replace the journal by an empty file (its lines are in the notes now)."""
@@ -259,3 +272,4 @@ class Journal:
 
     def close(self) -> None:
         self._close_fd()
+        self._close_wfd()

@@ -23,10 +23,12 @@ import contextlib
 import hashlib
 import mmap
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
 
+_HEX = re.compile(rb"[0-9a-f]+")
 TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 TYPE_CODES = {name: code for code, name in TYPES.items()}
 OFS_DELTA = 6
@@ -322,7 +324,7 @@ def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40) -> str | None:
             ref = text[5:].decode(errors="replace")
             path = os.path.join(common_dir, ref)
             continue
-        if len(text) == hex_len and all(c in b"0123456789abcdef" for c in text):
+        if len(text) == hex_len and _HEX.fullmatch(text):
             return text.decode()
         raise DamagedRefError(ref, path, data)
     return None

@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import os
 import subprocess
+import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -191,6 +192,7 @@ class GitRepo:
         self.zero_oid = "0" * (64 if object_format == "sha256" else 40)
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
+        self._locks: dict[str, tuple[int, int, threading.Lock]] = {}  # name -> (fd, pid, in-process lock)
 
     @classmethod
     def init_bare(cls, path: str | os.PathLike[str]) -> GitRepo:
@@ -357,10 +359,17 @@ class GitRepo:
             except ValueError:
                 timeout = LOCK_TIMEOUT
         path = self.common_dir / name
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+        held = self._locks.get(name)
+        if held is None or held[1] != os.getpid():  # (a forked child must not share the parent's)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+            held = self._locks[name] = (fd, os.getpid(), threading.Lock())
+        fd, _, in_process = held
+        if not in_process.acquire(timeout=timeout):
+            raise GitError(f"the ledger lock {path} has been held for {timeout:g} s by another thread")
+        locked = False
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -381,12 +390,20 @@ class GitRepo:
                                 f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
                                 "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
                             ) from None
+            locked = True
             os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield
         finally:
-            os.close(fd)
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            in_process.release()
 
     def close(self) -> None:
+        for fd, pid, _ in self._locks.values():
+            if pid == os.getpid():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._locks.clear()
         if self._cat is not None:
             self._cat.close()
             self._cat = None

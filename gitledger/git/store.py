@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 from collections.abc import Iterator
@@ -90,6 +91,7 @@ FOLD_EVENTS = 128  # fold the journal into the notes after this many events ...
 FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
 STALE_REF_LOCK = 5.0  # seconds: an update-ref lock of a ledger ref older than this, under our lock, is stale
 _FSYNC_ALL = ("all", "committed", "reference")
+_HEX = re.compile(r"[0-9a-f]+")
 
 
 def merge_note(old: bytes, lines: list[bytes]) -> bytes:
@@ -144,6 +146,7 @@ class GitStore:
         self._pending: dict[str, tuple[str, bytes]] = {}  # objects written but not yet packed
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
+        self._intent_oids: dict[Intent, str] = {}
 
     # -- objects and refs, in-process ----------------------------------------------------------------
 
@@ -152,7 +155,7 @@ class GitStore:
         pending = self._pending.get(name)
         if pending is not None:
             return name, pending[0], pending[1]
-        if len(name) != self._hex_len or any(c not in "0123456789abcdef" for c in name):
+        if len(name) != self._hex_len or not _HEX.fullmatch(name):
             return self.repo.read(name)
         try:
             found = self._reader.read(name)
@@ -193,7 +196,7 @@ class GitStore:
 
     def tip(self, ref: str) -> Tip:
         """The commit and tree a ledger ref (or a commit id) points at."""
-        if len(ref) == self._hex_len and all(c in "0123456789abcdef" for c in ref):
+        if len(ref) == self._hex_len and _HEX.fullmatch(ref):
             oid: str | None = ref
         else:
             oid = self._ref(ref)
@@ -255,7 +258,12 @@ class GitStore:
                 yield prefix + name, oid
 
     def intent_oid(self, intent: Intent) -> str:
-        return hash_object("blob", intent_bytes(intent), self.repo.object_format)
+        oid = self._intent_oids.get(intent)
+        if oid is None:
+            if len(self._intent_oids) > 10_000:
+                self._intent_oids.clear()
+            oid = self._intent_oids[intent] = hash_object("blob", intent_bytes(intent), self.repo.object_format)
+        return oid
 
     def _intent_oid_for_key(self, key: str) -> str | None:
         raw = self.journal.intents.get(key)
@@ -396,7 +404,8 @@ class GitStore:
             self._durable_set = True
         with self.repo.lock():
             self._notice(self.journal.repair())
-            current = self._entry(intent.key, self.intent_oid(intent), self.tip(NOTES_REF).tree)
+            notes_tree = self.tip(NOTES_REF).tree
+            current = self._entry(intent.key, self.intent_oid(intent), notes_tree)
             if expected != ANY_VERSION and current.version != expected:
                 return None
             if event.get("state") == "done":
@@ -404,7 +413,7 @@ class GitStore:
             fd = self.journal.append(record)
             try:
                 self.journal.refresh()
-                version = self._entry(intent.key, self.intent_oid(intent), self.tip(NOTES_REF).tree).version
+                version = self._entry(intent.key, self.intent_oid(intent), notes_tree).version
                 if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
                     self._fold()
             except BaseException:
