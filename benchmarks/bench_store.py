@@ -157,7 +157,18 @@ def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: P
             # cannot mix its modules in (the store needs the standard library only)
             flags = ["-S"] if engine == "previous" else []
             child = subprocess.run(
-                [PY, *flags, "-c", CHILD, engine, str(ledgers[(engine, size)]), str(size), str(reps), f"r{rnd}", tree],
+                [
+                    PY,
+                    *flags,
+                    "-c",
+                    CHILD,
+                    engine,
+                    str(ledgers[(engine, size)]),
+                    str(size),
+                    str(reps),
+                    f"r{rnd}",
+                    tree,
+                ],
                 env=env,
                 cwd=work,
                 capture_output=True,
@@ -204,7 +215,11 @@ def writers(work: Path, counts: list[int], per_writer: int) -> dict[str, Any]:
             wall = max(s[1] for s in spans) - min(s[0] for s in spans)
             if engine.startswith("gitledger"):
                 listed = subprocess.run(
-                    [PY, "-m", "gitledger", "list", "--json"], cwd=path, env=env, capture_output=True, check=True
+                    [PY, "-m", "gitledger", "list", "--json"],
+                    cwd=path,
+                    env=env,
+                    capture_output=True,
+                    check=True,
                 )
                 count = len(json.loads(listed.stdout))
             else:
@@ -235,7 +250,8 @@ def growth(work: Path, n: int) -> dict[str, Any]:
     before, loose_before = disk_bytes(repo / ".git")
     code = (
         "import sys\nfrom gitledger.core.checks import LedgerCheck\nfrom gitledger.core.keys import StepKey\n"
-        "from gitledger.core.protocol import ActionResult, StepRunner\nfrom gitledger.git.repo import GitRepo\n"
+        "from gitledger.core.protocol import ActionResult, StepRunner\n"
+        "from gitledger.git.repo import GitRepo\n"
         "from gitledger.git.store import GitStore\n"
         "store = GitStore(GitRepo.discover(sys.argv[1]))\nrunner = StepRunner(store)\n"
         "for i in range(int(sys.argv[2])):\n"
@@ -258,7 +274,9 @@ def growth(work: Path, n: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--baseline", default=BASELINE, help="previous engine's revision ('' to skip)")
     parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=6)
@@ -275,7 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="gitledger-bench-store-"))
     baseline = export(args.baseline, work / "previous") if args.baseline else None
     sizes = [100, args.large]
-    report: dict[str, Any] = {"baseline": args.baseline, "sizes": sizes, "rounds": args.rounds, "reps": args.reps}
+    report: dict[str, Any] = {
+        "baseline": args.baseline,
+        "sizes": sizes,
+        "rounds": args.rounds,
+        "reps": args.reps,
+    }
     report["in_process"] = inp = in_process(work, sizes, args.rounds, args.reps, baseline)
     report["writers"] = wr = writers(work, [int(n) for n in args.writers.split(",")], args.per_writer)
     report["growth"] = gr = growth(work, args.growth)

@@ -233,9 +233,9 @@ class Journal:
     def _append_fd(self) -> int:
         """A descriptor appending to the file at ``path`` now (kept open while it stays that file)."""
         # under the lock, refresh() has just looked at the file: _ino is the inode at the path now
-        if self._wfd is not None and self._wpid == os.getpid() and self._ino is not None:
-            if self._ino == self._wino:
-                return self._wfd
+        same_file = self._ino is not None and self._ino == self._wino
+        if self._wfd is not None and self._wpid == os.getpid() and same_file:
+            return self._wfd
         self._close_wfd()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, os.getpid()

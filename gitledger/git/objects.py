@@ -454,7 +454,7 @@ def write_pack(
     keep = base + ".keep"
     tmp = os.path.join(pack_dir, f".gitledger-{os.getpid()}-{os.urandom(4).hex()}")
     with contextlib.suppress(FileExistsError):
-        _write_file(keep, KEEP_TEXT, durable)
+        _write_file(keep, KEEP_TEXT, False)  # lost in a power cut: then no ref points at the pack either
     if os.path.exists(base + ".idx"):  # the same objects were packed before (a fold done again)
         return keep
     try:

@@ -351,7 +351,6 @@ class GitRepo:
         default 60), then this fails naming the process that holds it.
         """
         import fcntl
-        import time
 
         if timeout is None:
             try:
@@ -374,22 +373,13 @@ class GitRepo:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                deadline = time.monotonic() + timeout
-                delay = 0.0001
-                while True:
-                    time.sleep(delay)
-                    delay = min(delay * 2, 0.002)
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                            raise GitError(
-                                f"the ledger lock {path} has been held for {timeout:g} s by process "
-                                f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
-                                "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
-                            ) from None
+                if not _wait_for_flock(fd, timeout):
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    raise GitError(
+                        f"the ledger lock {path} has been held for {timeout:g} s by process "
+                        f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
+                        "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                    ) from None
             locked = True
             os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield
@@ -445,3 +435,52 @@ def format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
         mode, oid = entries[name]
         out += f"{mode} ".encode() + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(oid)
     return bytes(out)
+
+
+class _LockTimeout(Exception):
+    pass
+
+
+def _wait_for_flock(fd: int, timeout: float) -> bool:
+    """Block on the lock for at most ``timeout`` seconds; False when the time ran out.
+
+    In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
+    lock over the moment it is free: no polling delay between writers); other threads poll.
+    """
+    import fcntl
+    import signal
+    import time
+
+    if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+
+        def expire(signum: int, frame: object) -> None:
+            raise _LockTimeout
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                return True
+            except _LockTimeout:
+                pass
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            try:  # the alarm may have rung just after flock returned: then this descriptor holds it
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+    deadline = time.monotonic() + timeout
+    delay = 0.0001
+    while True:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.002)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False

@@ -29,6 +29,7 @@ Objects and refs are read in-process (:mod:`gitledger.git.objects`), never throu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -262,7 +263,9 @@ class GitStore:
         if oid is None:
             if len(self._intent_oids) > 10_000:
                 self._intent_oids.clear()
-            oid = self._intent_oids[intent] = hash_object("blob", intent_bytes(intent), self.repo.object_format)
+            oid = self._intent_oids[intent] = hash_object(
+                "blob", intent_bytes(intent), self.repo.object_format
+            )
         return oid
 
     def _intent_oid_for_key(self, key: str) -> str | None:
@@ -525,11 +528,8 @@ class GitStore:
         if fault:
             faults.point(f"{fault}-objects")
         try:
-            for i, (ref, new, old) in enumerate(updates):
-                if i and fault:
-                    faults.point(f"{fault}-intents")
-                if not self._update_ref(ref, new, old):
-                    return False
+            if not self._update_refs(updates, fault):
+                return False
             if fault:
                 faults.point(f"{fault}-refs")
         finally:
@@ -538,28 +538,63 @@ class GitStore:
         return True
 
     def _sync_objects(self) -> bool:
+        """Whether to fsync the pack: always with ``durability: fsync``; otherwise only when git's own
+        ``core.fsync`` names packs or objects (the default of git is not taken as a demand here)."""
         if self.durability == "fsync":
             return True
-        value = self._git_fsync if self._git_fsync is not None else ""
-        return not value or bool(
-            {p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"}
-        )
+        value = self._git_fsync or ""
+        return bool({p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"})
 
-    def _update_ref(self, ref: str, new: str, old: str | None) -> bool:
+    def _update_refs(self, updates: list[tuple[str, str, str | None]], fault: str) -> bool:
+        """Move each ref in its own transaction, in order, through one *fresh* ``git update-ref --stdin``
+        (it reads packed-refs anew), each verified by reading the ref back."""
         args = ["git", f"--git-dir={self.repo.git_dir}"]
         if self.durability == "fsync":
-            current = self._git_fsync if self._git_fsync is not None else ""
+            current = self._git_fsync or ""
             args += ["-c", f"core.fsync={current + ',' if current else ''}committed"]
-        args += ["update-ref", "-m", "gitledger", ref, new, old or self.repo.zero_oid]
-        for _ in range(3):
-            proc = subprocess.run(
-                args, capture_output=True, env=git_env(), check=False, start_new_session=True
+        args += ["update-ref", "--stdin"]
+        remaining = list(updates)
+        for _ in range(4):
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=git_env(),
+                start_new_session=True,  # a Ctrl-C of the terminal is not sent to it
             )
-            if proc.returncode == 0:
-                # accepted, yet not there: never trust it; the caller reads again and retries
-                return self._ref(ref) == new
-            err = proc.stderr.decode(errors="replace")
-            lock = self.repo.common_dir / f"{ref}.lock"
+            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+            moved_wrong = False
+            try:
+                while remaining:
+                    ref, new, old = remaining[0]
+                    line = f"start\nupdate {ref} {new} {old or self.repo.zero_oid}\nprepare\ncommit\n"
+                    proc.stdin.write(line.encode())
+                    proc.stdin.flush()
+                    answers = [proc.stdout.readline() for _ in range(3)]
+                    if answers != [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
+                        break
+                    if self._ref(ref) != new:  # accepted, yet not there: never trust it
+                        moved_wrong = True
+                        break
+                    remaining.pop(0)
+                    if remaining and fault:
+                        faults.point(f"{fault}-intents")
+            except (BrokenPipeError, OSError):
+                pass
+            finally:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+                err_bytes = proc.stderr.read()
+                proc.wait()
+                proc.stdout.close()
+                proc.stderr.close()
+            if not remaining:
+                return True
+            if moved_wrong:
+                return False  # the caller reads again and retries
+            err = err_bytes.decode(errors="replace")
+            lock = self.repo.common_dir / f"{remaining[0][0]}.lock"
             if "File exists" in err and lock.exists():
                 try:
                     age = time.time() - lock.stat().st_mtime
@@ -575,7 +610,7 @@ class GitStore:
                 continue
             if "but expected" in err or "reference already exists" in err or "cannot lock ref" in err:
                 return False
-            raise GitError(f"git update-ref {ref} failed: {last_line(proc.stderr)}")
+            raise GitError(f"git update-ref {remaining[0][0]} failed: {last_line(err_bytes)}")
         return False
 
     def write_object(self, kind: str, data: bytes) -> str:
