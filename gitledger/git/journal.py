@@ -230,6 +230,22 @@ class Journal:
             view = view[os.write(fd, view) :]
         return fd
 
+    def appended(self, record: bytes) -> None:
+        """Take in a record this process just appended under the lock (as :meth:`refresh` would read it,
+        without reading it back)."""
+        if self._ino is None or self.tail:
+            self.refresh()
+            return
+        decoded = decode(record[:-1])
+        if decoded is None:
+            self.refresh()
+            return
+        self.records.append(decoded)
+        self.by_key.setdefault(decoded.key, []).append(decoded.line)
+        self.intents.setdefault(decoded.key, decoded.intent)
+        self._good_end += len(record)
+        self._read_end = self._good_end
+
     def _append_fd(self) -> int:
         """A descriptor appending to the file at ``path`` now (kept open while it stays that file)."""
         # under the lock, refresh() has just looked at the file: _ino is the inode at the path now

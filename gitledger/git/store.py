@@ -290,32 +290,39 @@ class GitStore:
             return found[1], None, True
         return found[1], blob[2], False
 
-    def _entry(self, key: str, intent_oid: str | None, notes_tree: str | None) -> Entry:
+    def _version(
+        self, key: str, intent_oid: str | None, notes_tree: str | None
+    ) -> tuple[str | None, bytes | None, str | None, bool]:
+        """(version, body, note blob oid, damaged) of one key on the merged view, without parsing it.
+
+        The version is the blob id the note has (no journal lines) or will have once folded; for an
+        unreadable note it is derived from the damaged blob's id too (a fold drops that note)."""
         lines = self.journal.lines(key)
-        if intent_oid is None:
-            if not lines:
-                return Entry(key, [], None)
-            intent_oid = ""
         note_oid, note, damaged = self._note(intent_oid, notes_tree) if intent_oid else (None, None, False)
+        if not lines:
+            return note_oid, note, note_oid, damaged
+        merged = merge_note(note or b"", lines)
+        version = hash_object("blob", merged, self.repo.object_format)
+        if damaged:
+            version = hash_object("blob", b"damaged " + (note_oid or "").encode() + b"\n" + merged)
+        self._remember(version, merged)
+        return version, merged, note_oid, damaged
+
+    def _entry(self, key: str, intent_oid: str | None, notes_tree: str | None) -> Entry:
+        if intent_oid is None and not self.journal.lines(key):
+            return Entry(key, [], None)
+        version, body, note_oid, damaged = self._version(key, intent_oid, notes_tree)
         bad: list[BadLine] = []
         if damaged:
             # missing or unreadable (a truncated or overwritten object file): this entry is corrupt,
             # every other entry stays readable; 'resolve' supersedes it
             bad.append(BadLine(0, "", f"the note object {note_oid} is missing or damaged"))
-        if not lines:
-            if note is None:
-                return Entry(key, [], note_oid, bad, location=intent_oid)
-            events, more = parse_events(note)
-            if not events and not more:  # gitledger never writes an empty note: someone emptied it
-                more = [BadLine(0, "", f"the note {note_oid} is empty")]
-            return Entry(key, events, note_oid, bad + more, location=intent_oid)
-        merged = merge_note(note or b"", lines)
-        version = hash_object("blob", merged, self.repo.object_format)
-        if damaged:  # not the blob a fold will write: the fold drops the unreadable note
-            version = hash_object("blob", b"damaged " + (note_oid or "").encode() + b"\n" + merged)
-        self._remember(version, merged)
-        events, more = parse_events(merged)
-        return Entry(key, events, version, bad + more, location=intent_oid)
+        if body is None:
+            return Entry(key, [], version, bad, location=intent_oid or "")
+        events, more = parse_events(body)
+        if not events and not more:  # gitledger never writes an empty note: someone emptied it
+            more = [BadLine(0, "", f"the note {note_oid} is empty")]
+        return Entry(key, events, version, bad + more, location=intent_oid or "")
 
     def _remember(self, version: str, body: bytes) -> None:
         if len(self._versions) > 1024:
@@ -408,15 +415,16 @@ class GitStore:
         with self.repo.lock():
             self._notice(self.journal.repair())
             notes_tree = self.tip(NOTES_REF).tree
-            current = self._entry(intent.key, self.intent_oid(intent), notes_tree)
-            if expected != ANY_VERSION and current.version != expected:
+            intent_oid = self.intent_oid(intent)
+            current = self._version(intent.key, intent_oid, notes_tree)[0]
+            if expected != ANY_VERSION and current != expected:
                 return None
             if event.get("state") == "done":
                 faults.point("during-done")
             fd = self.journal.append(record)
             try:
-                self.journal.refresh()
-                version = self._entry(intent.key, self.intent_oid(intent), notes_tree).version
+                self.journal.appended(record)
+                version = self._version(intent.key, intent_oid, notes_tree)[0]
                 if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
                     self._fold()
             except BaseException:
