@@ -148,6 +148,7 @@ class GitStore:
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
         self._intent_oids: dict[Intent, str] = {}
+        self._fanout_levels: dict[str, bytes] = {}  # raw fan-out trees searched without parsing
 
     # -- objects and refs, in-process ----------------------------------------------------------------
 
@@ -234,16 +235,55 @@ class GitStore:
             self._trees[oid] = cached
         return cached
 
+    def _child(self, tree: str, name: str) -> tuple[str, str] | None:
+        """(mode, oid) of ``name`` in a tree. A fan-out level written by gitledger (only two-hex-digit
+        subtrees: fixed-size records) is searched in its raw bytes instead of being parsed whole."""
+        cached = self._trees.get(tree)
+        if cached is not None:
+            return cached.get(name)
+        raw = self._fanout_levels.get(tree)
+        if raw is None:
+            try:
+                found = self.read(tree)
+            except GitError:
+                found = None
+            data = found[2] if found is not None and found[1] == "tree" else b""
+            size = 9 + self._oid_len  # "40000 ab\0" + oid
+            count = len(data) // size
+            regular = (
+                count > 0
+                and len(data) == count * size
+                and data[::size] == b"4" * count
+                and data[5::size] == b" " * count
+                and data[8::size] == b"\0" * count
+            )
+            if not regular:
+                return self.tree(tree).get(name)
+            raw = data
+            if len(self._fanout_levels) > 4096:
+                self._fanout_levels.clear()
+            self._fanout_levels[tree] = raw
+        if len(name) != 2:
+            return None
+        size = 9 + self._oid_len
+        needle = b"40000 " + name.encode("utf-8", "surrogateescape") + b"\0"
+        at = raw.find(needle)
+        while at != -1 and at % size:
+            at = raw.find(needle, at + 1)
+        return None if at == -1 else (TREE, raw[at + 9 : at + size].hex())
+
     def find(self, tree: str | None, name: str) -> tuple[list[str], str] | None:
         """Locate ``name`` in a fanned-out tree: (path components, blob oid), whatever the fanout."""
         path: list[str] = []
         rest = name
         while tree is not None:
-            entries = self.tree(tree)
-            if rest in entries:
-                return [*path, rest], entries[rest][1]
-            sub = entries.get(rest[:2])
-            if sub is None or sub[0] != TREE or len(rest) <= 2:
+            hit = self._child(tree, rest)
+            if hit is not None:
+                return [*path, rest], hit[1]
+            if len(rest) <= 2:
+                return None
+            sub = self._child(tree, rest[:2])
+            if sub is None or sub[0] != TREE:
                 return None
             path.append(rest[:2])
             rest = rest[2:]
