@@ -174,6 +174,7 @@ class ObjectReader:
         self.dirs = [self.objects_dir, *self._alternates(self.objects_dir)]
         self._packs: dict[str, _Pack] = {}
         self._cache: dict[str, tuple[str, bytes]] = {}
+        self._bases: dict[tuple[str, int], tuple[str, bytes]] = {}
 
     @staticmethod
     def _alternates(objects_dir: str, depth: int = 0) -> list[str]:
@@ -234,9 +235,11 @@ class ObjectReader:
 
     def _lookup(self, oid: str) -> tuple[str, bytes] | None:
         raw = bytes.fromhex(oid)
-        for pack in list(self._packs.values()):
+        for path, pack in list(self._packs.items()):
             offset = pack.find(raw)
             if offset is not None:
+                if path != next(iter(self._packs)):  # the pack that answered is asked first next time
+                    self._packs = {path: pack, **self._packs}
                 try:
                     return self._unpack(pack, offset, 0)
                 except (OSError, ValueError, IndexError, zlib.error, struct.error) as exc:
@@ -291,7 +294,14 @@ class ObjectReader:
                 byte = buf[pos]
                 pos += 1
                 back = ((back + 1) << 7) | (byte & 0x7F)
-            base_kind, base = self._unpack(pack, offset - back, depth + 1)
+            key = (pack.idx_path, offset - back)
+            cached = self._bases.get(key)
+            if cached is None:  # delta chains share their bases: keep the recent ones
+                cached = self._unpack(pack, offset - back, depth + 1)
+                if len(self._bases) >= 512:
+                    self._bases.clear()
+                self._bases[key] = cached
+            base_kind, base = cached
         elif kind == REF_DELTA:
             base_oid = buf[pos : pos + pack.oid_len].hex()
             pos += pack.oid_len
@@ -308,6 +318,7 @@ class ObjectReader:
             pack.close()
         self._packs.clear()
         self._cache.clear()
+        self._bases.clear()
 
 
 def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40) -> str | None:
