@@ -134,7 +134,10 @@ class GitStore:
     ) -> None:
         self.repo = repo
         self.durability = durability
-        self.fold_events = int(os.environ.get("GITLEDGER_FOLD_EVENTS") or fold_events)
+        try:
+            self.fold_events = max(1, int(os.environ.get("GITLEDGER_FOLD_EVENTS") or fold_events))
+        except ValueError:  # a tuning knob for tests and benchmarks: a bad value keeps the default
+            self.fold_events = fold_events
         self.fold_bytes = fold_bytes
         self._oid_len = 32 if repo.object_format == "sha256" else 20
         self._hex_len = self._oid_len * 2
