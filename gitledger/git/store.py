@@ -29,17 +29,15 @@ Objects and refs are read in-process (:mod:`gitledger.git.objects`), never throu
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitledger.core import crashpoints as faults
-from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError, last_line
+from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
 from gitledger.core.events import BadLine, Entry, Event, encode_event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
@@ -56,7 +54,8 @@ from gitledger.git.objects import (
     uses_files_backend,
     write_pack,
 )
-from gitledger.git.repo import GitRepo, format_tree, git_env, parse_tree
+from gitledger.git.refupdate import update_refs_fresh
+from gitledger.git.repo import GitRepo, format_tree, parse_tree
 
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
@@ -90,7 +89,6 @@ def parse_intent(data: bytes) -> Intent | None:
 
 FOLD_EVENTS = 128  # fold the journal into the notes after this many events ...
 FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
-STALE_REF_LOCK = 5.0  # seconds: an update-ref lock of a ledger ref older than this, under our lock, is stale
 _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
 
@@ -597,72 +595,10 @@ class GitStore:
         return bool({p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"})
 
     def _update_refs(self, updates: list[tuple[str, str, str | None]], fault: str) -> bool:
-        """Move each ref in its own transaction, in order, through one *fresh* ``git update-ref --stdin``
-        (it reads packed-refs anew), each verified by reading the ref back."""
-        args = ["git", f"--git-dir={self.repo.git_dir}"]
+        fsync = None
         if self.durability == "fsync":
-            current = self._git_fsync or ""
-            args += ["-c", f"core.fsync={current + ',' if current else ''}committed"]
-        args += ["update-ref", "--stdin"]
-        remaining = list(updates)
-        for _ in range(4):
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=git_env(),
-                start_new_session=True,  # a Ctrl-C of the terminal is not sent to it
-            )
-            assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-            moved_wrong = False
-            try:
-                while remaining:
-                    ref, new, old = remaining[0]
-                    line = f"start\nupdate {ref} {new} {old or self.repo.zero_oid}\nprepare\ncommit\n"
-                    proc.stdin.write(line.encode())
-                    proc.stdin.flush()
-                    answers = [proc.stdout.readline() for _ in range(3)]
-                    if answers != [b"start: ok\n", b"prepare: ok\n", b"commit: ok\n"]:
-                        break
-                    if self._ref(ref) != new:  # accepted, yet not there: never trust it
-                        moved_wrong = True
-                        break
-                    remaining.pop(0)
-                    if remaining and fault:
-                        faults.point(f"{fault}-intents")
-            except (BrokenPipeError, OSError):
-                pass
-            finally:
-                with contextlib.suppress(OSError):
-                    proc.stdin.close()
-                err_bytes = proc.stderr.read()
-                proc.wait()
-                proc.stdout.close()
-                proc.stderr.close()
-            if not remaining:
-                return True
-            if moved_wrong:
-                return False  # the caller reads again and retries
-            err = err_bytes.decode(errors="replace")
-            lock = self.repo.common_dir / f"{remaining[0][0]}.lock"
-            if "File exists" in err and lock.exists():
-                try:
-                    age = time.time() - lock.stat().st_mtime
-                except FileNotFoundError:
-                    continue
-                if age > STALE_REF_LOCK:  # all gitledger writers hold our lock: left by a dead one
-                    self._notice(
-                        f"gitledger: removed {lock}, left by a git process that died {age:.0f} s ago"
-                    )
-                    lock.unlink(missing_ok=True)
-                else:
-                    time.sleep(0.05)
-                continue
-            if "but expected" in err or "reference already exists" in err or "cannot lock ref" in err:
-                return False
-            raise GitError(f"git update-ref {remaining[0][0]} failed: {last_line(err_bytes)}")
-        return False
+            fsync = f"{self._git_fsync + ',' if self._git_fsync else ''}committed"
+        return update_refs_fresh(self.repo, updates, self._ref, fsync, fault, self._notice)
 
     def write_object(self, kind: str, data: bytes) -> str:
         """An object to store with the next :meth:`move_refs` (readable through this store at once)."""
