@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from gitledger.cli.agent_hook import run
+from testing.fakegithub import FakeGitHub
 from tests.agent_support import agent_repo, bash
-from tests.fakegithub import FakeGitHub
 
 PY = sys.executable
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gitledger.cli.agent_hook import run
-from tests.helpers import ROOT, git, init_repo
+from testing.repos import ROOT, git, init_repo
 
 REPO = "acme/widgets"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.fakegithub import FakeGitHub
-from tests.helpers import git, init_repo
+from testing.fakegithub import FakeGitHub
+from testing.repos import git, init_repo
 
 REPO = "acme/widgets"
 TOKEN = "test-token"

@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 from github import Auth, Github
 
+from testing.repos import ROOT
 from tests.agent_support import REPO, agent_repo, bash, denied, hook
-from tests.helpers import ROOT
 
 TRIALS = int(os.environ.get("GITLEDGER_AGENT_TRIALS", "210"))
 TOKEN = "agent-token"
@@ -53,7 +53,7 @@ PR_TITLES = ["Add pagination to {x}", "Paginate {x}", "{x}: support pages", "Imp
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     root = tmp_path_factory.mktemp("fakegh")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakegithub", "--repo", REPO, "--token", TOKEN, "--root", str(root)],
+        [sys.executable, "-m", "testing.fakegithub", "--repo", REPO, "--token", TOKEN, "--root", str(root)],
         cwd=ROOT,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

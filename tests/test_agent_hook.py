@@ -2,7 +2,7 @@
 
 Payloads follow each agent's documentation (shared/AGENTS.md §1): Claude Code's PreToolUse,
 PostToolUse, PostToolUseFailure, SessionStart and Stop; Codex's PreToolUse/PostToolUse; Gemini
-CLI's BeforeTool/AfterTool/AfterAgent. GitHub is tests/fakegithub.py, git the real binary.
+CLI's BeforeTool/AfterTool/AfterAgent. GitHub is testing/fakegithub/, git the real binary.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from github import Auth, Github
 
-from tests import fakegithub
+from testing import fakegithub
+from testing.fakegithub import FakeGitHub
+from testing.repos import ROOT
 from tests.agent_support import REPO, agent_repo, bash, denied, hook
-from tests.fakegithub import FakeGitHub
-from tests.helpers import ROOT
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from gitledger.core.errors import ConfigError
 from gitledger.core.task import TaskChoice, choose_task, pattern_problem, task_from_branch
 from gitledger.features.agent.task import resolve_task
-from tests.helpers import git
+from testing.repos import git
 
 PATTERN = "agent/(?P<task>[^/]+)"
 

@@ -37,7 +37,7 @@ from gitledger.core.keys import StepKey, canonical_json
 from gitledger.core.owner import Owner
 from gitledger.core.protocol import PayloadMismatchError, iso
 from gitledger.core.store import Intent, MemoryStore
-from tests.helpers import run_json
+from testing.repos import run_json
 
 
 @pytest.fixture
@@ -883,8 +883,8 @@ def test_github_checks_bind_to_the_ledgers_github_settings(
     """checks.github_pr()/github_comment(N)/github_branch() find what a crashed run made on GitHub."""
     import urllib.request
 
-    from tests import fakegithub as fake
-    from tests.helpers import git
+    from testing import fakegithub as fake
+    from testing.repos import git
 
     server = fake.FakeGitHub(tokens=["t"])
     bare = server.add_repo("acme/widgets")

@@ -17,6 +17,8 @@ from gitledger.features.audit.evidence import (
     label_ident,
     pull_evidence,
 )
+from testing.fakegithub import FakeGitHub
+from testing.repos import git, run_gitledger
 from tests.audit_support import (
     KEY_A,
     KEY_B,
@@ -28,9 +30,7 @@ from tests.audit_support import (
     numbers,
     prepare_work,
 )
-from tests.fakegithub import FakeGitHub
 from tests.github_support import REPO, TOKEN, client, fast_env
-from tests.helpers import git, run_gitledger
 
 
 @pytest.fixture

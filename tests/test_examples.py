@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from testing.repos import ROOT
 
 DRIVER = ROOT / "examples" / "chaos_driver.py"
 

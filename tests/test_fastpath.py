@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitledger.cli.fastskip import parse
-from tests.helpers import run_gitledger
+from testing.repos import run_gitledger
 
 SLOW = {"GITLEDGER_NO_FASTPATH": "1"}
 

@@ -1,6 +1,6 @@
 """GitHub settings, transport (retries, budget, counting, redaction), checks and actions, in process.
 
-Real PyGithub over HTTP against the local fake (tests/fakegithub.py); real git pushes to its bare repo.
+Real PyGithub over HTTP against the local fake (testing/fakegithub/); real git pushes to its bare repo.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gitledger.github.settings import (
     strip_userinfo,
 )
 from gitledger.github.transport import NoCacheToken
-from tests.fakegithub import (
+from testing.fakegithub import (
     FakeGitHub,
     drop_after_effect,
     drop_before_effect,
@@ -34,8 +34,8 @@ from tests.fakegithub import (
     secondary_rate_limit,
     status,
 )
+from testing.repos import ROOT, git
 from tests.github_support import REPO, TOKEN, client, clone, context, open_pr, push_branch
-from tests.helpers import ROOT, git
 
 PULLS = r"^/repos/acme/widgets/pulls$"
 

@@ -12,7 +12,7 @@ from gitledger.core.keys import StepKey
 from gitledger.core.store import Intent
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
-from tests.helpers import git, init_repo, run_gitledger, run_json
+from testing.repos import git, init_repo, run_gitledger, run_json
 
 STEP = StepKey.derive("T-1", "push")
 

@@ -29,7 +29,7 @@ from gitledger.features.hooks.install import (
 )
 from gitledger.features.hooks.prepush import Push, check_push
 from gitledger.git.hooks import no_git_env
-from tests.helpers import ROOT, git, init_repo, run_gitledger
+from testing.repos import ROOT, git, init_repo, run_gitledger
 
 ZERO = "0" * 40
 KEY = StepKey.derive("T-1", "open-pr").key

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from gitledger.core.keys import StepKey
 from gitledger.features.hooks.install import install
-from tests.fakegithub import FakeGitHub
+from testing.fakegithub import FakeGitHub
+from testing.repos import git
 from tests.github_support import clone, fast_env, open_pr
-from tests.helpers import git
 
 STEP = StepKey.derive("T-1", "open-pr")
 

@@ -7,7 +7,7 @@ import pytest
 
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import KEY_RE, Content, StepKey, parse_key
-from tests.helpers import run_gitledger
+from testing.repos import run_gitledger
 
 
 def test_same_inputs_same_key_across_processes(tmp_path):

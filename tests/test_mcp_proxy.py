@@ -22,7 +22,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers import ROOT, run_gitledger
+from testing.repos import ROOT, run_gitledger
 
 UPSTREAM = str(ROOT / "tests" / "mcp_upstream.py")
 PR = {"owner": "acme", "repo": "widgets", "head": "agent/issue-42", "base": "main"}

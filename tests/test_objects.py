@@ -17,7 +17,7 @@ from gitledger.git.objects import (
     unkeep,
     write_pack,
 )
-from tests.helpers import git, init_repo
+from testing.repos import git, init_repo
 
 
 def all_objects(repo: Path) -> list[tuple[str, str]]:

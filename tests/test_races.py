@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import gitledger_argv, run_json
+from testing.repos import gitledger_argv, run_json
 
 WORKERS = 8
 

@@ -24,7 +24,7 @@ from gitledger.core.store import ANY_VERSION, Intent
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
 from gitledger.git.sync import LedgerSync, TreeMerger, tracking_ref, union_lines
-from tests.helpers import ROOT, git, gitledger_argv, init_repo, run_gitledger, run_json
+from testing.repos import ROOT, git, gitledger_argv, init_repo, run_gitledger, run_json
 
 # -- helpers ---------------------------------------------------------------------------------------
 

@@ -193,6 +193,7 @@ class GitRepo:
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
         self._locks: dict[str, tuple[int, int, threading.Lock]] = {}  # name -> (fd, pid, in-process lock)
+        self._remote_urls: dict[str, str | None] = {}
 
     @classmethod
     def init_bare(cls, path: str | os.PathLike[str]) -> GitRepo:
@@ -273,6 +274,15 @@ class GitRepo:
 
     def out(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode().strip()
+
+    def remote_url(self, name: str = "origin") -> str | None:
+        """The URL of remote ``name`` as git resolves it (``insteadOf`` applied), None when there is no
+        such remote; asked once per repository object."""
+        if name not in self._remote_urls:
+            proc = self.run("remote", "get-url", "--", name, check=False)
+            url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+            self._remote_urls[name] = url or None
+        return self._remote_urls[name]
 
     # -- objects -----------------------------------------------------------------------------------
 

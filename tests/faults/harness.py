@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from gitledger.core.keys import StepKey
+from testing.repos import git, gitledger_argv, init_repo
 from tests.faults.effects import KINDS, STEP_CONFIG, WAIT_FOR_GO, Kind, Reality, fx_dirs
-from tests.helpers import git, gitledger_argv, init_repo
 
 TASK = "T-7"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gitledger.core.keys import StepKey
+from testing.repos import git, run_gitledger
 from tests.faults.tally import TALLY
-from tests.helpers import git, run_gitledger
 
 NOTES = "refs/notes/gitledger"
 INTENTS = "refs/gitledger/intents"

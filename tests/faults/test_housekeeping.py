@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+from testing.repos import git, init_repo, run_gitledger
 from tests.faults.audit import audit
 from tests.faults.tally import TALLY, full_size
-from tests.helpers import git, init_repo, run_gitledger
 
 WRITER = """
 import sys, time

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, drop_after_effect, status
+from testing.fakegithub import FakeGitHub, drop_after_effect, status
+from testing.repos import gitledger_argv
 from tests.faults.forge import FAR_FUTURE, PAST, forge
 from tests.faults.harness import KINDS, Run, Workbench
 from tests.faults.tally import TALLY
-from tests.helpers import gitledger_argv
 
 
 @pytest.fixture

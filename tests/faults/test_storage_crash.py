@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from gitledger.core.crashpoints import STORAGE_POINTS
+from testing.repos import git, init_repo, run_gitledger, run_json
 from tests.faults.audit import audit
-from tests.helpers import git, init_repo, run_gitledger, run_json
 
 
 def step(repo: Path, name: str, env: dict[str, str] | None = None) -> tuple[int, str]:
