@@ -100,7 +100,9 @@ def build_git(repo_path: Path, steps: list[StepKey]) -> None:
 
 
 def git_ledger_count(repo_path: Path) -> dict[str, int]:
-    """Entries under each ledger ref, counted by git itself."""
+    """Entries under each ledger ref, counted by git itself (after folding the journal into them)."""
+    with GitRepo.discover(repo_path) as repo:
+        GitStore(repo).flush()
     counts = {}
     for name, ref in (("notes", NOTES_REF), ("intents", INTENTS_REF)):
         listing = git("ls-tree", "-r", "--name-only", ref, cwd=repo_path)

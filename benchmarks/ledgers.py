@@ -118,12 +118,12 @@ class JsonFileStore:
 class SqliteStore:
     """One SQLite table, WAL, one transaction per append, CAS through a version column."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, synchronous: str = "NORMAL") -> None:
         self.path = Path(path)
         # autocommit mode: every statement is its own transaction (BEGIN/COMMIT done by SQLite)
         self.db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'FULL' else 'NORMAL'}")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS ledger ("
             "key TEXT PRIMARY KEY, task TEXT, step TEXT, digest TEXT, "

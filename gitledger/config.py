@@ -4,6 +4,7 @@ Example::
 
     remote: origin            # the remote 'sync' and remote claims use
     claims: local             # or 'remote': push each claim to the remote before acting
+    durability: fsync         # or 'none': do not wait for the disk (a killed process loses nothing)
     lease: 900                # seconds a claim holds against owners on other hosts
     settle: 15                # seconds a lost write may still land (default per effect kind)
     on_unconfirmed: fail      # fail | retry | skip
@@ -122,6 +123,7 @@ class Config:
     path: Path | None = None
     remote: str | None = None
     claims: str = "local"
+    durability: str = "fsync"
     lease: float | None = None
     settle: float | None = None
     on_unconfirmed: str | None = None
@@ -236,6 +238,7 @@ def parse(text: str, path: Path) -> Config:
             "version",
             "remote",
             "claims",
+            "durability",
             "lease",
             "settle",
             "on_unconfirmed",
@@ -253,6 +256,8 @@ def parse(text: str, path: Path) -> Config:
         settings["remote"] = r.string(top["remote"], "remote")
     if "claims" in top:
         settings["claims"] = r.string(top["claims"], "claims", ("local", "remote"))
+    if "durability" in top:
+        settings["durability"] = r.string(top["durability"], "durability", ("fsync", "none"))
     if "lease" in top:
         settings["lease"] = r.seconds(top["lease"], "lease")
     if "settle" in top:

@@ -55,7 +55,7 @@ class Session:
         repo = GitRepo.discover(cwd)
         try:
             cfg = config_mod.load(repo.worktree)
-            return cls(GitStore(repo), cfg, repo, cwd, github_repo)
+            return cls(GitStore(repo, cfg.durability), cfg, repo, cwd, github_repo)
         except BaseException:
             repo.close()
             raise

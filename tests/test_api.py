@@ -737,7 +737,9 @@ def test_open_and_close_leak_no_git_processes(repo: Path) -> None:
         with Ledger.open(repo) as ledger:
             with ledger.step("T", f"s{i}") as s:
                 s.done()
-            assert "git" in child_processes()  # the one persistent cat-file reader
+            assert "git" not in child_processes()  # the store reads in-process: no lasting git process
+            assert ledger.repo is not None and ledger.repo.read("HEAD") is not None  # a git reader ...
+            assert "git" in child_processes()  # ... which close() stops
         assert ledger.closed
     assert "git" not in child_processes()
     assert len(os.listdir("/proc/self/fd")) <= fds_before + 2
@@ -752,6 +754,7 @@ def test_a_dropped_ledger_stops_its_git_reader(repo: Path) -> None:
     ledger = Ledger.open(repo)
     with ledger.step("T", "s") as s:
         s.done()
+    assert ledger.repo is not None and ledger.repo.read("HEAD") is not None
     assert "git" in child_processes()
     del ledger, s
     gc.collect()

@@ -117,5 +117,7 @@ def test_crash_leaves_the_history_auditable(repo: Path, tmp_path: Path):
     check, script = EFFECTS["branch"]
     step(repo, count, check, script, {"GITLEDGER_FAULT": "after-effect"})
     step(repo, count, check, script)
-    log = git("log", "--format=%s", "refs/notes/gitledger", cwd=repo).splitlines()
-    assert [line.split()[1] for line in log] == ["done", "attempting"]
+    assert run_gitledger("flush", cwd=repo).returncode == 0
+    log = git("log", "--format=%B", "refs/notes/gitledger", cwd=repo).splitlines()
+    assert log[0] == "gitledger: 2 events"
+    assert [line.split()[0] for line in log[2:] if line] == ["attempting", "done"]

@@ -187,9 +187,11 @@ def test_token_never_reaches_output_or_the_ledger(github: FakeGitHub, work: Path
     outputs.append(run_gitledger("log", cwd=work))
     assert [p.returncode for p in outputs] == [1, 1, 0, 0]
     assert "rerun to try again" in outputs[1].stderr
+    journal = (work / ".git" / "gitledger.journal").read_text()
+    assert run_gitledger("flush", cwd=work).returncode == 0
     history = git("log", "-p", "refs/notes/gitledger", cwd=work)
-    assert "HTTP 500" in history  # the explanation is recorded...
-    for text in [history, *(p.stdout + p.stderr for p in outputs)]:
+    assert "HTTP 500" in history and "HTTP 500" in journal  # the explanation is recorded...
+    for text in [history, journal, *(p.stdout + p.stderr for p in outputs)]:
         assert TOKEN not in text  # ...without the token
     assert len(github.pulls()) == 1
 

@@ -105,7 +105,7 @@ def test_tree_merge_rewrites_a_foreign_fanout_in_the_standard_layout(repo: Path)
         b = git_repo.write_object("blob", b'{"id":"b"}\n')
         name = "ab" * 20
         flat = store.write_tree({name: ("100644", a)})  # fanout 0, as 'git notes' writes small trees
-        fanned = store._put(None, ["ab", "ab", name[4:]], b)
+        fanned = store._put_many(None, {("ab", "ab", name[4:]): b})
         merger = TreeMerger(store, lambda left, right: git_repo.write_object("blob", b"merged\n"))
         merged = merger.merge(flat, fanned)
         assert merger.blobs_merged == 1

@@ -42,6 +42,27 @@ def sync_command(
     say(f"synced with '{name}': " + "; ".join(parts))
 
 
+@app.command("flush")
+def flush_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
+    """Fold the ledger's journal into refs/notes/gitledger now.
+
+    gitledger records each event in a journal in the git directory (fsync'd, one line per event) and
+    folds it into the notes in batches: every 128 events, and before anything leaves the machine
+    (sync, the pre-push hook, remote claims). gitledger's own commands always see both. Run flush
+    before reading the ledger with git itself (git notes, git log refs/notes/gitledger) or copying
+    the refs by other means.
+    """
+    from gitledger.features.sync import flush
+    from gitledger.session import open_session
+
+    with open_session(repo) as session:
+        folded = flush(session)
+    if json_out:
+        emit_json({"folded": folded})
+        return
+    say(f"folded {folded} event(s) into refs/notes/gitledger" if folded else "the journal is empty")
+
+
 @app.command("init")
 def init_command(
     remote: str | None = typer.Option(

@@ -9,7 +9,14 @@ variable unset (production) :func:`point` is a dictionary lookup and nothing els
   the child kills gitledger (SIGKILL), then goes on; it must notice that nobody waits for it
 - ``during-effect``: the action's process has started (the command is killed with us)
 - ``after-effect``: the action finished successfully, ``done`` is not recorded yet
-- ``during-done``: the ``done`` objects are written, the ref is not moved yet
+- ``during-done``: the ``done`` event is decided, not yet written to the journal
+
+Storage points (the git store's journal and fold; ``STORAGE_POINTS``):
+
+- ``journal-torn``: half of an event's journal line is written (a torn tail)
+- ``fold-objects``: a fold wrote its pack (kept), no ref is moved yet
+- ``fold-intents``: a fold moved the intents ref, not the notes ref
+- ``fold-refs``: a fold moved both refs, the journal is not emptied yet
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import os
 import signal
 
 POINTS = ("before-claim", "after-claim", "fork-window", "during-effect", "after-effect", "during-done")
+STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs")
 
 
 def point(name: str) -> None:

@@ -15,6 +15,12 @@ def sync(session: Session, remote: str | None) -> tuple[str, SyncReport]:
     return name, LedgerSync(store, name).sync()
 
 
+def flush(session: Session) -> int:
+    """Fold the ledger's journal into the notes now; returns the number of events folded."""
+    _, store = session.git()
+    return store.flush()
+
+
 def init(session: Session, remote: str | None, *, undo: bool, dry_run: bool) -> tuple[str, list[str]]:
     """Configure (or with ``undo`` unconfigure) a remote for the ledger; returns its name and the changes."""
     from gitledger.git.sync import default_remote, init_remote
@@ -24,4 +30,4 @@ def init(session: Session, remote: str | None, *, undo: bool, dry_run: bool) -> 
     return name, init_remote(repo, name, undo=undo, dry_run=dry_run)
 
 
-__all__ = ["init", "sync"]
+__all__ = ["flush", "init", "sync"]

@@ -14,12 +14,15 @@ import contextlib
 import hashlib
 import os
 import subprocess
+import threading
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_message
+
+LOCK_TIMEOUT = 60.0
 
 
 def git_env() -> dict[str, str]:
@@ -191,6 +194,7 @@ class GitRepo:
         self.zero_oid = "0" * (64 if object_format == "sha256" else 40)
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
+        self._locks: dict[str, tuple[int, int, threading.Lock]] = {}  # name -> (fd, pid, in-process lock)
         self._remote_urls: dict[str, str | None] = {}
 
     @classmethod
@@ -350,25 +354,58 @@ class GitRepo:
         return proc.stdout.decode().strip() or None
 
     @contextlib.contextmanager
-    def lock(self, name: str = "gitledger.lock") -> Iterator[None]:
-        """An advisory lock shared by all gitledger writers of this repository (worktrees too).
+    def lock(self, name: str = "gitledger.lock", timeout: float | None = None) -> Iterator[None]:
+        """The lock shared by all gitledger writers of this repository (worktrees too).
 
-        It only cuts compare-and-swap retries; correctness never depends on it.
+        The ledger's decisions are taken under it (see docs/design.md). It is an ``flock``, so the
+        kernel releases it when its holder dies, whatever the signal; a holder that is alive but
+        stopped (SIGSTOP, Ctrl-Z) is waited for at most ``timeout`` seconds (``GITLEDGER_LOCK_TIMEOUT``,
+        default 60), then this fails naming the process that holds it.
         """
         import fcntl
 
+        if timeout is None:
+            try:
+                timeout = float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
+            except ValueError:
+                timeout = LOCK_TIMEOUT
         path = self.common_dir / name
+        held = self._locks.get(name)
+        if held is None or held[1] != os.getpid():  # (a forked child must not share the parent's)
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+            held = self._locks[name] = (fd, os.getpid(), threading.Lock())
+        fd, _, in_process = held
+        if not in_process.acquire(timeout=timeout):
+            raise GitError(f"the ledger lock {path} has been held for {timeout:g} s by another thread")
+        locked = False
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not _wait_for_flock(fd, timeout):
+                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+                    raise GitError(
+                        f"the ledger lock {path} has been held for {timeout:g} s by process "
+                        f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
+                        "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                    ) from None
+            locked = True
+            os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield
         finally:
-            os.close(fd)
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            in_process.release()
 
     def close(self) -> None:
+        for fd, pid, _ in self._locks.values():
+            if pid == os.getpid():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._locks.clear()
         if self._cat is not None:
             self._cat.close()
             self._cat = None
@@ -410,3 +447,52 @@ def format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
         mode, oid = entries[name]
         out += f"{mode} ".encode() + name.encode("utf-8", "surrogateescape") + b"\0" + bytes.fromhex(oid)
     return bytes(out)
+
+
+class _LockTimeout(Exception):
+    pass
+
+
+def _wait_for_flock(fd: int, timeout: float) -> bool:
+    """Block on the lock for at most ``timeout`` seconds; False when the time ran out.
+
+    In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
+    lock over the moment it is free: no polling delay between writers); other threads poll.
+    """
+    import fcntl
+    import signal
+    import time
+
+    if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+
+        def expire(signum: int, frame: object) -> None:
+            raise _LockTimeout
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        try:
+            signal.setitimer(signal.ITIMER_REAL, timeout)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                return True
+            except _LockTimeout:
+                pass
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            try:  # the alarm may have rung just after flock returned: then this descriptor holds it
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+    deadline = time.monotonic() + timeout
+    delay = 0.0001
+    while True:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.002)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False

@@ -1,33 +1,60 @@
-"""The ledger stored inside the git repository.
+"""The ledger stored inside the git repository: a write-ahead journal folded into git notes.
 
-Layout (see docs/design.md):
+Layout (see docs/design.md, *Storage*):
 
 - ``refs/notes/gitledger``: a notes commit chain. One note per key, attached to the key's *intent
   object*; the note body is JSON Lines, one event a line, append-only. Notes are fanned out two levels
-  (``ab/cd/<rest>``) so a write rewrites three small trees whatever the ledger's size.
-  ``git notes --ref=gitledger show <intent>`` and ``git log --notes=gitledger`` work for people.
+  (``ab/cd/<rest>``). ``git notes --ref=gitledger show <intent>`` and ``git log refs/notes/gitledger``
+  work for people (after ``gitledger flush``).
 - ``refs/gitledger/intents``: a commit whose tree holds every intent blob (path: the key's digest,
   fanned out the same way). It keeps the annotated objects reachable, so ``git gc`` and
   ``git notes prune`` never drop a record, and maps a key back to its intent object.
+- ``<common git dir>/gitledger.journal``: events not yet folded into the notes, one checksummed line
+  each (:mod:`gitledger.git.journal`), fsync'd before an append returns (``durability: fsync``).
 
-Every transition is one commit on the notes ref, moved together with the intents ref (for a new key)
-by one ``git update-ref --stdin`` transaction against the exact old values. ``git log
-refs/notes/gitledger`` is the audit log.
+A decision is taken under the ledger lock on the merged view: the key's note plus its journal lines
+(a journal line already in the note is not counted twice, so a fold interrupted after its ref update
+is harmless). The version of an entry is the blob id its note has, or will have once folded.
+
+The **fold** (group commit) writes every journaled event into the notes in one commit: objects go into
+one pack guarded by a ``.keep`` (no gc or prune can take them before the refs point at them), then the
+intents ref and then the notes ref are moved, each by a fresh ``git update-ref`` process against its
+exact old value and verified by reading it back (a long-lived process may trust a stale packed-refs),
+and only then is the journal emptied. The intents ref moves first, so no note is ever reachable
+without its intent. Folds happen every ``fold_events`` events or ``fold_bytes`` of journal, on
+``gitledger flush``, and before anything leaves the machine (sync, pre-push, remote claims).
+
+Objects and refs are read in-process (:mod:`gitledger.git.objects`), never through a git round trip.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitledger.core import crashpoints as faults
-from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError
+from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
 from gitledger.core.events import BadLine, Entry, Event, encode_event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
+from gitledger.git.journal import Journal
+from gitledger.git.journal import encode as encode_record
+from gitledger.git.objects import (
+    DamagedObjectFileError,
+    DamagedRefError,
+    ObjectReader,
+    hash_object,
+    read_ref,
+    stale_keeps,
+    unkeep,
+    uses_files_backend,
+    write_pack,
+)
+from gitledger.git.refupdate import update_refs_fresh
 from gitledger.git.repo import GitRepo, format_tree, parse_tree
 
 NOTES_REF = "refs/notes/gitledger"
@@ -60,6 +87,27 @@ def parse_intent(data: bytes) -> Intent | None:
     return intent
 
 
+FOLD_EVENTS = 128  # fold the journal into the notes after this many events ...
+FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
+_FSYNC_ALL = ("all", "committed", "reference")
+_HEX = re.compile(r"[0-9a-f]+")
+
+
+def merge_note(old: bytes, lines: list[bytes]) -> bytes:
+    """``old`` with the journal ``lines`` it does not hold yet appended (each once, in order)."""
+    if not lines:
+        return old
+    if old and not old.endswith(b"\n"):
+        old += b"\n"
+    have = set(old.split(b"\n"))
+    out = [old]
+    for line in lines:
+        if line not in have:
+            have.add(line)
+            out.append(line + b"\n")
+    return b"".join(out)
+
+
 @dataclass(frozen=True)
 class Tip:
     commit: str | None
@@ -67,40 +115,108 @@ class Tip:
 
 
 class GitStore:
-    """A :class:`~gitledger.core.store.Store` in ``refs/notes/gitledger`` + ``refs/gitledger/intents``."""
+    """A :class:`~gitledger.core.store.Store`: a journal + ``refs/notes/gitledger`` + the intents ref.
 
-    def __init__(self, repo: GitRepo) -> None:
+    ``durability``: ``"fsync"`` (default) makes every append durable before it returns; ``"none"``
+    leaves it to the operating system (a killed process loses nothing, a power cut may), unless git's
+    own ``core.fsync`` asks for references to be synced.
+    """
+
+    def __init__(
+        self,
+        repo: GitRepo,
+        durability: str = "fsync",
+        *,
+        fold_events: int = FOLD_EVENTS,
+        fold_bytes: int = FOLD_BYTES,
+    ) -> None:
         self.repo = repo
+        self.durability = durability
+        try:
+            self.fold_events = max(1, int(os.environ.get("GITLEDGER_FOLD_EVENTS") or fold_events))
+        except ValueError:  # a tuning knob for tests and benchmarks: a bad value keeps the default
+            self.fold_events = fold_events
+        self.fold_bytes = fold_bytes
         self._oid_len = 32 if repo.object_format == "sha256" else 20
+        self._hex_len = self._oid_len * 2
         self._trees: dict[str, dict[str, tuple[str, str]]] = {}
+        self._reader = ObjectReader(repo.objects_dir, repo.object_format)
+        self._files_refs = uses_files_backend(repo.common_dir)
+        self._git_fsync: str | None = None
+        self.journal = Journal(str(repo.common_dir / "gitledger.journal"), durable=durability == "fsync")
+        self._durable_set = durability == "fsync"
+        self._pending: dict[str, tuple[str, bytes]] = {}  # objects written but not yet packed
+        self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
+        self.notices: list[str] = []
+        self._intent_oids: dict[Intent, str] = {}
+        self._fanout_levels: dict[str, bytes] = {}  # raw fan-out trees searched without parsing
 
-    # -- reading -----------------------------------------------------------------------------------
+    # -- objects and refs, in-process ----------------------------------------------------------------
+
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """(oid, type, content) of an object id (or, through git, any other name), None if missing."""
+        pending = self._pending.get(name)
+        if pending is not None:
+            return name, pending[0], pending[1]
+        if len(name) != self._hex_len or not _HEX.fullmatch(name):
+            return self.repo.read(name)
+        try:
+            found = self._reader.read(name)
+        except DamagedObjectFileError:
+            found = None
+            damaged = True
+        else:
+            damaged = False
+        if found is None:
+            if damaged:
+                raise DamagedObjectError(f"object {name} is damaged; run 'git fsck'")
+            return None
+        return name, found[0], found[1]
+
+    def _ref(self, ref: str) -> str | None:
+        if not self._files_refs:
+            proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
+            return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+        try:
+            return read_ref(self.repo.common_dir, ref, self._hex_len)
+        except DamagedRefError as exc:
+            raise CorruptLedgerError(f"{exc}; {self._repair_hint(ref)}") from exc
+
+    def _repair_hint(self, ref: str) -> str:
+        last = None
+        try:
+            with open(self.repo.common_dir / "logs" / ref, "rb") as fh:
+                for line in fh.read().splitlines():
+                    parts = line.split(b" ")
+                    if len(parts) > 1 and self._reader.read(parts[1].decode(errors="replace")) is not None:
+                        last = parts[1].decode()
+        except (OSError, DamagedObjectFileError, ValueError):
+            pass
+        if last:
+            return f"restore it with 'git update-ref {ref} {last}' (its last value in 'git reflog {ref}')"
+        hint = f"restore it with 'git update-ref {ref} <commit>' (see 'git reflog {ref}')"
+        return hint + " or fetch it from a clone"
 
     def tip(self, ref: str) -> Tip:
-        found = self.repo.read(ref)
+        """The commit and tree a ledger ref (or a commit id) points at."""
+        if len(ref) == self._hex_len and _HEX.fullmatch(ref):
+            oid: str | None = ref
+        else:
+            oid = self._ref(ref)
+        if oid is None:
+            return Tip(None, None)
+        found = self.read(oid)
         if found is None:
-            # Absent, created by another writer since we looked, or pointing at an object that is not
-            # there. Only the last is damage: reading it as an empty ledger would hide every entry (and
-            # make every write fail as a "conflict"). Writers store objects before they move a ref, so
-            # an object a ref points at is there unless the repository is damaged.
-            proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
-            if proc.returncode != 0:
-                return Tip(None, None)
-            oid = proc.stdout.decode().strip()
-            found = self.repo.read(oid)
-            if found is None:
-                raise CorruptLedgerError(
-                    f"{ref} points at {oid}, which is missing from the repository; restore it with "
-                    f"'git update-ref {ref} <commit>' (see 'git reflog {ref}') or fetch it from a clone"
-                )
-        oid, kind, data = found
+            raise CorruptLedgerError(
+                f"{ref} points at {oid}, which is missing from the repository; {self._repair_hint(ref)}"
+            )
+        _, kind, data = found
         if kind != "commit":
             raise CorruptLedgerError(
                 f"{ref} points at a {kind}, not a commit; restore it with 'git update-ref {ref} <commit>' "
                 f"(see 'git reflog {ref}')"
             )
-        tree = data[5 : data.index(b"\n")].decode()
-        return Tip(oid, tree)
+        return Tip(oid, data[5 : data.index(b"\n")].decode())
 
     def tree(self, oid: str | None) -> dict[str, tuple[str, str]]:
         """{name: (mode, oid)} of a tree; trees are immutable, so they are cached."""
@@ -108,23 +224,67 @@ class GitStore:
             return {}
         cached = self._trees.get(oid)
         if cached is None:
-            found = self.repo.read(oid)
+            try:
+                found = self.read(oid)
+            except GitError:
+                found = None
             if found is None or found[1] != "tree":
                 raise CorruptLedgerError(f"ledger tree {oid} is missing or not a tree; the ledger is damaged")
             cached = {name: (mode, child) for mode, name, child in parse_tree(found[2], self._oid_len)}
+            if len(self._trees) > 50_000:
+                self._trees.clear()
             self._trees[oid] = cached
         return cached
+
+    def _child(self, tree: str, name: str) -> tuple[str, str] | None:
+        """(mode, oid) of ``name`` in a tree. A fan-out level written by gitledger (only two-hex-digit
+        subtrees: fixed-size records) is searched in its raw bytes instead of being parsed whole."""
+        cached = self._trees.get(tree)
+        if cached is not None:
+            return cached.get(name)
+        raw = self._fanout_levels.get(tree)
+        if raw is None:
+            try:
+                found = self.read(tree)
+            except GitError:
+                found = None
+            data = found[2] if found is not None and found[1] == "tree" else b""
+            size = 9 + self._oid_len  # "40000 ab\0" + oid
+            count = len(data) // size
+            regular = (
+                count > 0
+                and len(data) == count * size
+                and data[::size] == b"4" * count
+                and data[5::size] == b" " * count
+                and data[8::size] == b"\0" * count
+            )
+            if not regular:
+                return self.tree(tree).get(name)
+            raw = data
+            if len(self._fanout_levels) > 4096:
+                self._fanout_levels.clear()
+            self._fanout_levels[tree] = raw
+        if len(name) != 2:
+            return None
+        size = 9 + self._oid_len
+        needle = b"40000 " + name.encode("utf-8", "surrogateescape") + b"\0"
+        at = raw.find(needle)
+        while at != -1 and at % size:
+            at = raw.find(needle, at + 1)
+        return None if at == -1 else (TREE, raw[at + 9 : at + size].hex())
 
     def find(self, tree: str | None, name: str) -> tuple[list[str], str] | None:
         """Locate ``name`` in a fanned-out tree: (path components, blob oid), whatever the fanout."""
         path: list[str] = []
         rest = name
         while tree is not None:
-            entries = self.tree(tree)
-            if rest in entries:
-                return [*path, rest], entries[rest][1]
-            sub = entries.get(rest[:2])
-            if sub is None or sub[0] != TREE or len(rest) <= 2:
+            hit = self._child(tree, rest)
+            if hit is not None:
+                return [*path, rest], hit[1]
+            if len(rest) <= 2:
+                return None
+            sub = self._child(tree, rest[:2])
+            if sub is None or sub[0] != TREE:
                 return None
             path.append(rest[:2])
             rest = rest[2:]
@@ -140,96 +300,333 @@ class GitStore:
                 yield prefix + name, oid
 
     def intent_oid(self, intent: Intent) -> str:
-        return self.repo.hash_object("blob", intent_bytes(intent))[0]
+        oid = self._intent_oids.get(intent)
+        if oid is None:
+            if len(self._intent_oids) > 10_000:
+                self._intent_oids.clear()
+            oid = self._intent_oids[intent] = hash_object(
+                "blob", intent_bytes(intent), self.repo.object_format
+            )
+        return oid
 
     def _intent_oid_for_key(self, key: str) -> str | None:
+        raw = self.journal.intents.get(key)
+        if raw is not None:
+            return hash_object("blob", raw + b"\n", self.repo.object_format)
         found = self.find(self.tip(INTENTS_REF).tree, key_digest(key))
         return found[1] if found else None
 
-    def _entry(self, key: str, intent_oid: str | None, notes_tree: str | None) -> Entry:
-        if intent_oid is None:
-            return Entry(key, [], None)
+    # -- the merged view -----------------------------------------------------------------------------
+
+    def _note(self, intent_oid: str, notes_tree: str | None) -> tuple[str | None, bytes | None, bool]:
+        """(note blob oid, its content, damaged) of one key in the notes."""
         found = self.find(notes_tree, intent_oid)
         if found is None:
-            return Entry(key, [], None, location=intent_oid)
+            return None, None, False
         try:
-            blob = self.repo.read(found[1])
-        except DamagedObjectError:
+            blob = self.read(found[1])
+        except GitError:
             blob = None
         if blob is None or blob[1] != "blob":
+            return found[1], None, True
+        return found[1], blob[2], False
+
+    def _version(
+        self, key: str, intent_oid: str | None, notes_tree: str | None
+    ) -> tuple[str | None, bytes | None, str | None, bool]:
+        """(version, body, note blob oid, damaged) of one key on the merged view, without parsing it.
+
+        The version is the blob id the note has (no journal lines) or will have once folded; for an
+        unreadable note it is derived from the damaged blob's id too (a fold drops that note)."""
+        lines = self.journal.lines(key)
+        note_oid, note, damaged = self._note(intent_oid, notes_tree) if intent_oid else (None, None, False)
+        if not lines:
+            return note_oid, note, note_oid, damaged
+        merged = merge_note(note or b"", lines)
+        version = hash_object("blob", merged, self.repo.object_format)
+        if damaged:
+            version = hash_object("blob", b"damaged " + (note_oid or "").encode() + b"\n" + merged)
+        self._remember(version, merged)
+        return version, merged, note_oid, damaged
+
+    def _entry(self, key: str, intent_oid: str | None, notes_tree: str | None) -> Entry:
+        if intent_oid is None and not self.journal.lines(key):
+            return Entry(key, [], None)
+        version, body, note_oid, damaged = self._version(key, intent_oid, notes_tree)
+        bad: list[BadLine] = []
+        if damaged:
             # missing or unreadable (a truncated or overwritten object file): this entry is corrupt,
             # every other entry stays readable; 'resolve' supersedes it
-            problem = f"the note object {found[1]} is missing or damaged"
-            return Entry(key, [], found[1], [BadLine(0, "", problem)], location=intent_oid)
-        events, bad = parse_events(blob[2])
-        if not events and not bad:  # gitledger never writes an empty note: someone emptied it
-            bad = [BadLine(0, "", f"the note {found[1]} is empty")]
-        return Entry(key, events, found[1], bad, location=intent_oid)
+            bad.append(BadLine(0, "", f"the note object {note_oid} is missing or damaged"))
+        if body is None:
+            return Entry(key, [], version, bad, location=intent_oid or "")
+        events, more = parse_events(body)
+        if not events and not more:  # gitledger never writes an empty note: someone emptied it
+            more = [BadLine(0, "", f"the note {note_oid} is empty")]
+        return Entry(key, events, version, bad + more, location=intent_oid or "")
+
+    def _remember(self, version: str, body: bytes) -> None:
+        if len(self._versions) > 1024:
+            self._versions.clear()
+        self._versions[version] = body
+
+    def version_bytes(self, version: str | None) -> bytes | None:
+        """The note body an entry had at ``version`` (one this store read or wrote, or a note blob)."""
+        if version is None:
+            return None
+        body = self._versions.get(version)
+        if body is not None:
+            return body
+        try:
+            found = self.read(version)
+        except GitError:
+            return None
+        return found[2] if found and found[1] == "blob" else None
 
     def load(self, key: str | Intent) -> Entry:
+        # the journal first, then the notes: a fold moves the refs before it empties the journal, so
+        # what this reads is never missing an event that was in the journal when it was read
+        self.journal.refresh()
+        notes_tree = self.tip(NOTES_REF).tree
         if isinstance(key, Intent):
-            intent_oid = self.intent_oid(key)
-            # First one read at the path this store writes notes to (``ab/cd/<rest>``): git walks the
-            # trees in C, where parsing a 256-entry fan-out tree in Python costs ~150 us, so a read
-            # stays flat as the ledger grows. No note there (a new key, another fan-out, a damaged
-            # ref): the general walk below, which also reports what is wrong.
-            # A damaged or empty note falls through too, so that it is reported as corrupt.
-            try:
-                found = self.repo.read(f"{NOTES_REF}:{'/'.join(fanout(intent_oid))}")
-            except DamagedObjectError:
-                found = None
-            if found is not None and found[1] == "blob":
-                events, bad = parse_events(found[2])
-                if events or bad:
-                    return Entry(key.key, events, found[0], bad, location=intent_oid)
-            return self._entry(key.key, intent_oid, self.tip(NOTES_REF).tree)
-        return self._entry(key, self._intent_oid_for_key(key), self.tip(NOTES_REF).tree)
+            return self._entry(key.key, self.intent_oid(key), notes_tree)
+        return self._entry(key, self._intent_oid_for_key(key), notes_tree)
 
     def intent(self, key: str) -> Intent | None:
-        oid = self._intent_oid_for_key(key)
-        blob = self.repo.read(oid) if oid else None
-        if blob is None:
-            return None
-        return parse_intent(blob[2])
+        self.journal.refresh()
+        raw = self.journal.intents.get(key)
+        if raw is not None:
+            return parse_intent(raw)
+        return self._tree_intent(self.tip(INTENTS_REF).tree, key)
+
+    def _tree_intent(self, tree: str | None, key: str) -> Intent | None:
+        found = self.find(tree, key_digest(key))
+        try:
+            blob = self.read(found[1]) if found else None
+        except GitError:
+            blob = None
+        return parse_intent(blob[2]) if blob is not None else None
 
     def entries(self) -> Iterator[Entry]:
         """Every entry, by key; an intent record that is missing or unreadable is reported as a corrupt
         entry of its own (named ``damaged-intent:<key digest>``) and leaves every other entry readable."""
+        self.journal.refresh()
         notes_tree = self.tip(NOTES_REF).tree
-        keys: dict[str, str] = {}
+        keys: dict[str, str | None] = {}
         damaged: list[tuple[str, str]] = []
         for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
             try:
-                blob = self.repo.read(intent_oid)
-            except DamagedObjectError:
+                blob = self.read(intent_oid)
+            except GitError:
                 blob = None
             intent = parse_intent(blob[2]) if blob is not None and blob[1] == "blob" else None
             if intent is None:
                 damaged.append((path, intent_oid))
             else:
                 keys[intent.key] = intent_oid
+        for key in self.journal.key_names():
+            if key not in keys:
+                raw = self.journal.intents.get(key)
+                keys[key] = hash_object("blob", raw + b"\n", self.repo.object_format) if raw else None
         for key in sorted(keys):
             yield self._entry(key, keys[key], notes_tree)
         for path, oid in damaged:
             bad = BadLine(0, "", f"the intent record {oid} in {INTENTS_REF} is missing or not an intent")
             yield Entry(f"damaged-intent:{path}", [], oid, [bad], location=oid)
 
-    # -- writing -----------------------------------------------------------------------------------
+    def has_ledger(self) -> bool:
+        self.journal.refresh()
+        return bool(self.journal.key_names()) or any(self._ref(ref) for ref in LEDGER_REFS)
+
+    # -- writing -------------------------------------------------------------------------------------
+
+    def _notice(self, text: str | None) -> None:
+        if text:
+            self.notices.append(text)
+            import sys
+
+            print(text, file=sys.stderr)
+
+    def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
+        line = encode_event(event).rstrip(b"\n")
+        record = encode_record(intent.key, intent_bytes(intent).rstrip(b"\n"), line)
+        if not self._durable_set:
+            self.journal.durable = self._git_wants_fsync()
+            self._durable_set = True
+        with self.repo.lock():
+            self._notice(self.journal.repair())
+            notes_tree = self.tip(NOTES_REF).tree
+            intent_oid = self.intent_oid(intent)
+            current = self._version(intent.key, intent_oid, notes_tree)[0]
+            if expected != ANY_VERSION and current != expected:
+                return None
+            if event.get("state") == "done":
+                faults.point("during-done")
+            fd = self.journal.append(record)
+            try:
+                self.journal.appended(record)
+                version = self._version(intent.key, intent_oid, notes_tree)[0]
+                if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
+                    self._fold()
+            except BaseException:
+                self.journal.sync(fd)
+                raise
+        # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
+        # before this returns, i.e. before anyone acts on it
+        self.journal.sync(fd)
+        assert version is not None
+        return version
+
+    def _git_wants_fsync(self) -> bool:
+        """Whether git's own ``core.fsync`` asks for references (or everything) to reach the disk."""
+        if self._git_fsync is None:
+            self._git_fsync = self.repo.out("config", "--get", "core.fsync", check=False).lower()
+        parts = {p.strip() for p in self._git_fsync.split(",")}
+        return bool(parts & set(_FSYNC_ALL))
+
+    def flush(self) -> int:
+        """Fold the journal into the notes now; the number of events folded."""
+        with self.repo.lock():
+            return self.fold_locked()
+
+    def fold_locked(self) -> int:
+        """:meth:`flush` for a caller that holds the ledger lock (sync)."""
+        self._notice(self.journal.repair())
+        return self._fold()
+
+    def _fold(self) -> int:
+        journal = self.journal
+        for keep in stale_keeps(self.repo.objects_dir):  # we hold the lock: their folds are over
+            unkeep(keep)
+        keys = journal.key_names()
+        if not keys:
+            return 0
+        for _ in range(MAX_TRIES):
+            notes, intents = self.tip(NOTES_REF), self.tip(INTENTS_REF)
+            note_changes: dict[tuple[str, ...], str] = {}
+            intent_changes: dict[tuple[str, ...], str] = {}
+            folded: list[str] = []
+            for key in keys:
+                raw = journal.intents.get(key)
+                intent = parse_intent(raw) if raw is not None else self._tree_intent(intents.tree, key)
+                if intent is None:  # only damaged lines, of a key nobody recorded: keep them aside
+                    self._set_aside(key)
+                    continue
+                intent_oid = self.intent_oid(intent)
+                found = self.find(notes.tree, intent_oid)
+                _, old, damaged = self._note(intent_oid, notes.tree)
+                merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
+                if not damaged and old is not None and merged == old:
+                    continue  # already folded (a fold that died before it emptied the journal)
+                note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
+                    "blob", merged
+                )
+                folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
+                at = self.find(intents.tree, key_digest(key))
+                if at is None or at[1] != intent_oid:
+                    self.write_object("blob", intent_bytes(intent))
+                    intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
+            if not note_changes:
+                journal.rotate()
+                return 0
+            updates: list[tuple[str, str, str | None]] = []
+            if intent_changes:
+                root = self._put_many(intents.tree, intent_changes)
+                names = sorted(k for k in keys if k in journal.intents)
+                message = (
+                    f"gitledger: intent {names[0]}"
+                    if len(intent_changes) == 1
+                    else (f"gitledger: intents of {len(intent_changes)} keys")
+                )
+                updates.append((INTENTS_REF, self.commit(root, [intents.commit], message), intents.commit))
+            root = self._put_many(notes.tree, note_changes)
+            message = (
+                f"gitledger: {folded[0]}"
+                if len(folded) == 1
+                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(folded))
+            )
+            updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
+            if self.move_refs(updates, fault="fold"):
+                journal.rotate()
+                return len(folded)
+            time.sleep(0.001)
+        raise ConflictError(
+            f"could not fold the ledger journal after {MAX_TRIES} tries: something outside gitledger keeps "
+            f"moving {NOTES_REF}; try again"
+        )
+
+    def _set_aside(self, key: str) -> None:
+        lines = self.journal.lines(key)
+        with open(self.journal.torn_path, "ab") as fh:
+            fh.write(b"".join(line + b"\n" for line in lines))
+        self._notice(
+            f"gitledger: {len(lines)} damaged journal line(s) naming {key}, a key without an intent, were "
+            f"kept in {self.journal.torn_path}"
+        )
+
+    def move_refs(self, updates: list[tuple[str, str, str | None]], fault: str = "") -> bool:
+        """Store the pending objects (in a kept pack) and move refs one by one (in the given order) by
+        compare-and-swap with a fresh git process, each verified by reading it back. False when a ref
+        was not at its expected old value. Call with the ledger lock held."""
+        keep = None
+        if self._pending:
+            objects = [(oid, kind, data) for oid, (kind, data) in self._pending.items()]
+            keep = write_pack(self.repo.objects_dir, objects, self.repo.object_format, self._sync_objects())
+            self._pending.clear()
+            self._reader.rescan()
+        if fault:
+            faults.point(f"{fault}-objects")
+        try:
+            if not self._update_refs(updates, fault):
+                return False
+            if fault:
+                faults.point(f"{fault}-refs")
+        finally:
+            if keep is not None:
+                unkeep(keep)
+        return True
+
+    def _sync_objects(self) -> bool:
+        """Whether to fsync the pack: always with ``durability: fsync``; otherwise only when git's own
+        ``core.fsync`` names packs or objects (the default of git is not taken as a demand here)."""
+        if self.durability == "fsync":
+            return True
+        value = self._git_fsync or ""
+        return bool({p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"})
+
+    def _update_refs(self, updates: list[tuple[str, str, str | None]], fault: str) -> bool:
+        fsync = None
+        if self.durability == "fsync":
+            fsync = f"{self._git_fsync + ',' if self._git_fsync else ''}committed"
+        return update_refs_fresh(self.repo, updates, self._ref, fsync, fault, self._notice)
+
+    def write_object(self, kind: str, data: bytes) -> str:
+        """An object to store with the next :meth:`move_refs` (readable through this store at once)."""
+        oid = hash_object(kind, data, self.repo.object_format)
+        self._pending[oid] = (kind, data)
+        return oid
 
     def write_tree(self, entries: dict[str, tuple[str, str]]) -> str:
         """Write a tree from {name: (mode, oid)} (and cache it); return its oid."""
-        oid = self.repo.write_object("tree", format_tree(entries))
+        oid = self.write_object("tree", format_tree(entries))
         self._trees[oid] = dict(entries)
         return oid
 
-    def _put(self, tree: str | None, path: list[str], blob: str) -> str:
-        """Write the trees of ``tree`` with ``path`` set to ``blob``; return the new root."""
+    def _put_many(self, tree: str | None, changes: dict[tuple[str, ...], str]) -> str:
+        """Write the trees of ``tree`` with each path of ``changes`` set to its blob; the new root."""
         entries = dict(self.tree(tree))
-        if len(path) == 1:
-            entries[path[0]] = (BLOB, blob)
-        else:
-            sub = entries.get(path[0])
-            entries[path[0]] = (TREE, self._put(sub[1] if sub and sub[0] == TREE else None, path[1:], blob))
+        groups: dict[str, dict[tuple[str, ...], str]] = {}
+        for path, blob in changes.items():
+            if len(path) == 1:
+                entries[path[0]] = (BLOB, blob)
+            else:
+                groups.setdefault(path[0], {})[path[1:]] = blob
+        for head, sub in groups.items():
+            current = entries.get(head)
+            entries[head] = (
+                TREE,
+                self._put_many(current[1] if current and current[0] == TREE else None, sub),
+            )
         return self.write_tree(entries)
 
     def commit(self, tree: str, parents: list[str | None], message: str) -> str:
@@ -238,54 +635,17 @@ class GitStore:
         ident = f"{name} <{email}> {int(time.time())} +0000"
         lines = [f"tree {tree}"] + [f"parent {p}" for p in parents if p]
         lines += [f"author {ident}", f"committer {ident}", "", message]
-        return self.repo.write_object("commit", ("\n".join(lines) + "\n").encode())
-
-    def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
-        intent_oid = self.intent_oid(intent)
-        line = encode_event(event)
-        message = f"gitledger: {event.get('state')} {intent.key}"
-        with self.repo.lock():
-            for _ in range(MAX_TRIES):
-                notes = self.tip(NOTES_REF)
-                found = self.find(notes.tree, intent_oid)
-                current = found[1] if found else None
-                if expected != ANY_VERSION and current != expected:
-                    return None
-                old = b""
-                if current is not None:
-                    try:
-                        blob = self.repo.read(current)
-                    except DamagedObjectError:
-                        blob = None  # unreadable: the new note starts afresh (resolve repairs this way)
-                    old = blob[2] if blob else b""
-                    if old and not old.endswith(b"\n"):
-                        old += b"\n"
-                new_blob = self.repo.write_object("blob", old + line)
-                path = found[0] if found else fanout(intent_oid)
-                root = self._put(notes.tree, path, new_blob)
-                updates = [(NOTES_REF, self.commit(root, [notes.commit], message), notes.commit)]
-                if current is None:
-                    updates += self._intent_update(intent)
-                if event.get("state") == "done":
-                    faults.point("during-done")
-                if self.repo.update_refs(updates):
-                    return new_blob
-                time.sleep(0.001)
-        raise ConflictError(
-            f"could not record {intent.key} after {MAX_TRIES} tries: other writers keep moving "
-            f"{NOTES_REF}; try again"
-        )
-
-    def _intent_update(self, intent: Intent) -> list[tuple[str, str, str | None]]:
-        tip = self.tip(INTENTS_REF)
-        oid = self.intent_oid(intent)
-        name = key_digest(intent.key)
-        found = self.find(tip.tree, name)
-        if found is not None and found[1] == oid:
-            return []
-        self.repo.write_object("blob", intent_bytes(intent))
-        root = self._put(tip.tree, found[0] if found else fanout(name), oid)
-        return [(INTENTS_REF, self.commit(root, [tip.commit], f"gitledger: intent {intent.key}"), tip.commit)]
+        return self.write_object("commit", ("\n".join(lines) + "\n").encode())
 
     def close(self) -> None:
+        self.journal.close()
+        self._reader.close()
         self.repo.close()
+
+
+def _state(line: bytes) -> str:
+    try:
+        state = json.loads(line).get("state")
+    except (ValueError, AttributeError):
+        return "damaged"
+    return state if isinstance(state, str) else "event"

@@ -306,7 +306,7 @@ class LedgerSync:
         raise GitError(f"git merge-base failed: {git_message(proc.stderr)}")
 
     def _merge_note(self, left: str, right: str) -> str:
-        ours, theirs = self.repo.read(left), self.repo.read(right)
+        ours, theirs = self.store.read(left), self.store.read(right)
         if ours is None or theirs is None:
             raise GitError(f"ledger note {left if ours is None else right} is missing; fetch again")
         merged = union_lines(ours[2], theirs[2])
@@ -314,7 +314,7 @@ class LedgerSync:
             return left
         if merged is theirs[2]:
             return right
-        return self.repo.write_object("blob", merged)
+        return self.store.write_object("blob", merged)
 
     def _merge_ref(self, ref: str, local: Tip, remote: str | None, report: SyncReport) -> str | None:
         """The new local commit for ``ref``, or None when the local ref already contains the remote's."""
@@ -349,15 +349,16 @@ class LedgerSync:
         """Merge the fetched remote commits into the local ledger refs (one compare-and-swap)."""
         report = report or SyncReport(self.remote)
         with self.repo.lock():
+            self.store.fold_locked()  # the journal first: what leaves the machine is in the notes
             for _ in range(self.max_tries):
                 attempt = SyncReport(self.remote)
                 updates: list[tuple[str, str, str | None]] = []
-                for ref in LEDGER_REFS:
+                for ref in (INTENTS_REF, NOTES_REF):  # intents first: no note without its intent
                     local = self.store.tip(ref)
                     new = self._merge_ref(ref, local, remote[ref], attempt)
                     if new is not None:
                         updates.append((ref, new, local.commit))
-                if not updates or self.repo.update_refs(updates):
+                if not updates or self.store.move_refs(updates):
                     report.local.update(attempt.local)
                     report.notes_merged += attempt.notes_merged
                     report.intent_conflicts += attempt.intent_conflicts
@@ -369,6 +370,8 @@ class LedgerSync:
 
     def push(self, remote: RemoteTips, report: SyncReport | None = None) -> bool:
         """Push the local ledger refs with a lease on ``remote``; False when the remote moved first."""
+        with self.repo.lock():
+            self.store.fold_locked()  # nothing leaves the machine from the journal alone
         pushes: dict[str, str] = {}
         for ref in LEDGER_REFS:
             local = self.store.tip(ref).commit
@@ -437,7 +440,7 @@ class LedgerSync:
         if notes_commit is None:
             return set()
         found = self.store.find(self.store.tip(notes_commit).tree, intent_oid)
-        blob = self.repo.read(found[1]) if found else None
+        blob = self.store.read(found[1]) if found else None
         return _lines(blob[2]) if blob else set()
 
 
@@ -526,8 +529,8 @@ class RemoteArbiter:
         return None
 
     def _version_lines(self, version: str | None) -> set[bytes]:
-        blob = self.store.repo.read(version) if version else None
-        return _lines(blob[2]) if blob and blob[1] == "blob" else set()
+        body = self.store.version_bytes(version)
+        return _lines(body) if body else set()
 
 
 # -- init --------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
 """An independent audit of a repository's ledger, with git plumbing only (no gitledger code).
 
 - every note line parses as a JSON event object with a known state;
-- the notes history is append-only: each commit on ``refs/notes/gitledger`` changes exactly one note,
-  and the new note is the old one plus exactly one line; so the number of commits equals the number of
-  event lines, and an event that was ever recorded is still there (no event is lost);
+- the notes history is append-only: each commit on ``refs/notes/gitledger`` appends one or more lines
+  to one or more notes and removes none; so the lines ever appended equal the event lines there now,
+  and an event that was ever recorded is still there (no event is lost);
+- the journal (``gitledger.journal`` in the git directory, events not yet folded into the notes) is
+  read by its documented format: ``<crc32 hex> <key> <intent>\t<event>``; a line whose checksum holds
+  and that is not in the notes yet is an event of the ledger;
 - ``git fsck`` reports no error.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,10 +62,12 @@ class Audit:
     def ids(self) -> set[str]:
         return {str(e.get("id")) for e in self.events}
 
+    journal_events: int = 0  # events read from the journal (not yet in the notes)
+
     @property
     def lost(self) -> int:
-        """Commits whose event line is no longer in the ledger (0 when nothing was lost)."""
-        return max(0, self.commits - len(self.events))
+        """Lines once appended to the notes that are no longer there (0 when nothing was lost)."""
+        return max(0, self.commits - (len(self.events) - self.journal_events))
 
     def by_key(self) -> dict[str, list[dict[str, Any]]]:
         keys: dict[str, list[dict[str, Any]]] = {}
@@ -82,8 +88,13 @@ class Audit:
             counts[key] = n
         return counts
 
+    def twice(self) -> list[str]:
+        """Event ids recorded more than once (an event applied twice)."""
+        return [i for i, n in Counter(str(e.get("id")) for e in self.events).items() if n > 1]
+
     def assert_clean(self) -> None:
         assert not self.bad_lines, self.bad_lines[:5]
+        assert not self.twice(), self.twice()[:5]
         assert not self.history_problems, self.history_problems[:5]
         assert not self.fsck_problems, self.fsck_problems[:5]
         assert self.lost == 0, f"{self.commits} commits but {len(self.events)} events"
@@ -106,6 +117,7 @@ def audit(repo: Path, *, fsck: bool = True) -> Audit:
     )
     if has_ref.returncode == 0:
         _audit_notes(repo, result)
+    _audit_journal(repo, result)
     if fsck:
         proc = subprocess.run(
             ["git", "fsck", "--no-progress", "--no-dangling"], cwd=repo, capture_output=True, text=True
@@ -147,17 +159,42 @@ def _audit_notes(repo: Path, result: Audit) -> None:
                 result.bad_lines.append(raw_line[:200].decode(errors="replace"))
             else:
                 result.events.append(event)
+    appended = 0
     for commit, changed in changes:
-        if len(changed) != 1:
-            result.history_problems.append(f"{commit} changed {len(changed)} notes")
+        if not changed:
+            result.history_problems.append(f"{commit} changed no note")
             continue
-        old, new, status = changed[0]
-        before = b"" if old == zero else blobs[old]
-        after = blobs.get(new, b"")
-        if status not in ("A", "M") or not after.startswith(before):
-            result.history_problems.append(f"{commit} rewrote a note ({status})")
-            continue
-        added = after[len(before) :]
-        if added.count(b"\n") != 1 or not added.endswith(b"\n"):
-            lines = added.count(b"\n")
-            result.history_problems.append(f"{commit} added {lines} lines")
+        for old, new, status in changed:
+            before = b"" if old == zero else blobs[old]
+            after = blobs.get(new, b"")
+            if status not in ("A", "M") or not after.startswith(before):
+                result.history_problems.append(f"{commit} rewrote a note ({status})")
+                continue
+            added = after[len(before) :]
+            if added.count(b"\n") < 1 or not added.endswith(b"\n"):
+                result.history_problems.append(f"{commit} added a partial line")
+            appended += added.count(b"\n")
+    result.commits = appended
+
+
+def _audit_journal(repo: Path, result: Audit) -> None:
+    common = Path(_git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip())
+    try:
+        data = (common / "gitledger.journal").read_bytes()
+    except FileNotFoundError:
+        return
+    in_notes = {json.dumps(e, sort_keys=True) for e in result.events}
+    for raw in data.split(b"\n"):
+        try:
+            intact = len(raw) > 9 and zlib.crc32(raw[9:]) == int(raw[:8], 16)
+        except ValueError:
+            intact = False
+        if not intact:
+            continue  # a torn tail (never confirmed to anyone); gitledger cuts it off
+        event = parse_line(raw.partition(b"\t")[2])
+        if event is None:
+            result.bad_lines.append(raw[:200].decode(errors="replace"))
+        elif json.dumps(event, sort_keys=True) not in in_notes:
+            in_notes.add(json.dumps(event, sort_keys=True))
+            result.events.append(event)
+            result.journal_events += 1

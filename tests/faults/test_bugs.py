@@ -160,6 +160,7 @@ def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path) 
 
     for task in ("a", "b"):
         assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
+    assert run_gitledger("flush", cwd=repo).returncode == 0
     damaged = StepKey.derive("b", "s")
     path = next(
         p
@@ -191,9 +192,13 @@ def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Pa
 
     for task in ("a", "b"):
         assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
+    assert run_gitledger("flush", cwd=repo).returncode == 0
     damaged = StepKey.derive("b", "s").key
     intent = json.loads(run_gitledger("show", damaged, "--json", cwd=repo).stdout)["intent_object"]
     note = git("notes", "--ref=gitledger", "list", intent, cwd=repo)
+    from tests.faults.test_corruption import all_loose
+
+    all_loose(repo)
     obj = repo / ".git" / "objects" / note[:2] / note[2:]
     data = obj.read_bytes()
     obj.chmod(0o644)
@@ -257,36 +262,23 @@ def test_an_explicit_key_that_is_not_utf8_is_a_usage_error() -> None:
 
 
 def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(repo: Path) -> None:
-    """My own regression from the missing-object fix, found by the full test run under load: a reader
-    whose 'git cat-file' asked for the ledger ref just before another process created it, and whose
-    'git rev-parse' then found it, reported the fresh ledger as damaged. The timing is reproduced by
-    letting a second process create the ref after the reader's first look."""
+    """Before the fix a store whose 'git cat-file' asked for the ledger ref just before another process
+    created it reported the fresh ledger as damaged. Refs are now read from their files (loose, then
+    packed-refs, as git does) at every look: a ref another process creates, or that 'git pack-refs'
+    moves, is read as it is, never as damage."""
     from gitledger.git.repo import GitRepo
     from gitledger.git.store import NOTES_REF, GitStore
-    from testing.repos import run_gitledger
+    from testing.repos import git, run_gitledger
 
-    class LateRef(GitRepo):
-        """Creates the ledger (in another process) right after the first lookup of the ref misses."""
-
-        created = False
-
-        def read(self, name: str) -> tuple[str, str, bytes] | None:
-            found = super().read(name)
-            if name == NOTES_REF and found is None and not self.created:
-                self.created = True
-                assert (
-                    run_gitledger("run-step", "-t", "other", "-s", "s", "--", "true", cwd=repo).returncode
-                    == 0
-                )
-            return found
-
-    base = GitRepo.discover(repo)
-    late = LateRef(base.git_dir, base.common_dir, base.objects_dir, base.worktree, base.object_format)
-    try:
-        tip = GitStore(late).tip(NOTES_REF)
-    finally:
-        late.close()
-    assert late.created and tip.commit is not None
+    with GitRepo.discover(repo) as base:
+        store = GitStore(base)
+        assert store.tip(NOTES_REF).commit is None
+        assert run_gitledger("run-step", "-t", "other", "-s", "s", "--", "true", cwd=repo).returncode == 0
+        assert run_gitledger("flush", cwd=repo).returncode == 0
+        tip = store.tip(NOTES_REF)
+        assert tip.commit is not None
+        git("pack-refs", "--all", cwd=repo)
+        assert store.tip(NOTES_REF) == tip
 
 
 def test_an_owner_that_finishes_between_the_read_and_the_liveness_check_is_not_unconfirmed() -> None:

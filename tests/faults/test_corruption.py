@@ -36,7 +36,20 @@ def set_note(repo: Path, step: StepKey, data: bytes) -> None:
     git("notes", "--ref=gitledger", "add", "-f", "--allow-empty", "-F", str(path), intent, cwd=repo)
 
 
+def all_loose(repo: Path) -> None:
+    """Every object as a loose file (gitledger folds into packs; these tests damage object files)."""
+    pack_dir = repo / ".git" / "objects" / "pack"
+    aside = repo.parent / "packs-aside"
+    aside.mkdir(exist_ok=True)
+    for path in list(pack_dir.iterdir()):
+        path.rename(aside / path.name)
+    for pack in aside.glob("*.pack"):
+        with pack.open("rb") as fh:
+            subprocess.run(["git", "unpack-objects", "-q"], cwd=repo, stdin=fh, check=True)
+
+
 def damage_object(repo: Path, oid: str, how: str) -> None:
+    all_loose(repo)
     obj = repo / ".git" / "objects" / oid[:2] / oid[2:]
     data = obj.read_bytes()
     obj.chmod(0o644)
@@ -96,6 +109,9 @@ CORPUS: dict[str, tuple[Damage, str]] = {
     "notes-ref-to-a-missing-object": (lambda r: point_ref(r, NOTES, "ab" * 20), "global"),
     "intents-ref-to-a-blob": (lambda r: point_ref(r, INTENTS, blob(r, "x")), "global-list"),
     "torn-notes-commit": (lambda r: damage_object(r, git("rev-parse", NOTES, cwd=r), "torn"), "global"),
+    # a power cut after a ref update that git did not fsync (issue 16, 8c): never an empty ledger
+    "notes-ref-empty-file": (lambda r: point_ref(r, NOTES, ""), "global"),
+    "intents-ref-empty-file": (lambda r: point_ref(r, INTENTS, ""), "global-list"),
 }
 
 
@@ -119,6 +135,7 @@ def test_damaged_ledger_is_reported_in_one_line_and_blocks_only_its_step(
     damage, scope = CORPUS[name]
     for task in ("a", "b"):
         assert step(repo, task, tmp_path / f"first-{task}").returncode == 0
+    assert run_gitledger("flush", cwd=repo).returncode == 0  # damage what git shows
     damage(repo)
     TALLY.add("inputs.bad")
     ran_a, ran_b = tmp_path / "ran-a", tmp_path / "ran-b"

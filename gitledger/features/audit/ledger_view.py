@@ -28,11 +28,12 @@ class LedgerView:
 
 def read_ledger(repo: GitRepo) -> LedgerView | None:
     """The ledger of ``repo``, or None when it has none."""
-    from gitledger.git.store import LEDGER_REFS, GitStore
+    from gitledger.git.store import GitStore
 
-    if not any(repo.resolve(ref) for ref in LEDGER_REFS):
+    store = GitStore(repo)
+    if not store.has_ledger():  # refs, or events still in the journal
         return None
-    return LedgerView(list(GitStore(repo).entries()))
+    return LedgerView(list(store.entries()))
 
 
 def stuck_entries(ledger: LedgerView, held: Callable[[Event], bool]) -> list[dict[str, Any]]:

@@ -1,0 +1,346 @@
+"""The storage engine against bare SQLite and the previous engine, interleaved in one run (issue 14).
+
+    python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
+                                     [--writers 1,2,4,8] [--growth 2000] [--quick] [--json OUT]
+
+Every measured engine runs in a child process of its own, round by round in a rotating order, so load
+on the shared cores hits all alike; read the ratios, not the absolute figures.
+
+- **in process** (``StepRunner.run`` with a ``ledger`` check and a no-op action): *fresh* = a new key
+  (load, claim, action, done); *done* = a key already done (one load). Engines: this gitledger with
+  ``durability: fsync`` and ``none``, bare SQLite WAL (``synchronous=FULL`` and ``NORMAL``,
+  ``benchmarks/ledgers.py``), and the previous engine (``--baseline``, exported with ``git archive``;
+  by default the last commit before the journal). Ledgers of 100 and ``--large`` entries each.
+- **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
+  gitledger (fsync and none) and SQLite: steps/s over the wall time of the whole group; the ledger is
+  counted afterwards (nothing may be lost).
+- **growth**: ``--growth`` fresh steps into an empty repository: bytes of ``.git`` added per entry as
+  written (after ``gitledger flush``) and after ``git gc``, and loose object files per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
+from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
+from benchmarks.ledgers import SqliteStore  # noqa: E402
+
+BASELINE = "c7649aa"  # main before the journal (issue 14)
+
+CHILD = """
+import json, random, sys, time
+sys.path.insert(0, sys.argv[6])
+engine, path, size, reps, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+try:
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import ActionResult, StepRunner
+except ImportError:  # the layout before the layers (the previous engine)
+    from gitledger.checks import LedgerCheck
+    from gitledger.keys import StepKey
+    from gitledger.protocol import ActionResult, StepRunner
+if engine.startswith("sqlite"):
+    from benchmarks.ledgers import SqliteStore
+    store = SqliteStore(path, engine.split("-")[1].upper())
+else:
+    try:
+        from gitledger.git.repo import GitRepo
+        from gitledger.git.store import GitStore
+    except ImportError:
+        from gitledger.git import GitRepo
+        from gitledger.gitstore import GitStore
+    repo = GitRepo.discover(path)
+    store = GitStore(repo) if engine == "previous" else GitStore(repo, engine.split("-")[1])
+rng = random.Random(tag)
+runner = StepRunner(store)
+checks = [LedgerCheck()]
+noop = lambda: ActionResult(ok=True)
+out = {"fresh": [], "done": []}
+runner.run(StepKey.derive("warm-" + tag, "s"), checks, noop)
+for i in range(reps):
+    step = StepKey.derive(f"bench-{tag}-{i}", "fresh")
+    t = time.perf_counter(); r = runner.run(step, checks, noop); out["fresh"].append(time.perf_counter() - t)
+    assert r.status == "created", r
+    step = StepKey.derive(f"entry-{rng.randrange(size)}", "step")
+    t = time.perf_counter(); r = runner.run(step, checks, noop); out["done"].append(time.perf_counter() - t)
+    assert r.status == "skipped", r
+if hasattr(store, "flush"):
+    store.flush()
+store.close()
+print(json.dumps(out))
+"""
+
+WRITER = """
+import json, sys, time
+sys.path.insert(0, sys.argv[6])
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+engine, path, wid, n, start_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+if engine.startswith("sqlite"):
+    from benchmarks.ledgers import SqliteStore
+    store = SqliteStore(path, engine.split("-")[1].upper())
+else:
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
+    store = GitStore(GitRepo.discover(path), engine.split("-")[1])
+runner = StepRunner(store)
+checks = [LedgerCheck()]
+noop = lambda: ActionResult(ok=True)
+steps = [StepKey.derive(f"w{wid}", f"s{i}") for i in range(n)]
+while time.time() < start_at:
+    time.sleep(0.001)
+t0 = time.time()
+for step in steps:
+    assert runner.run(step, checks, noop).status == "created"
+t1 = time.time()
+store.close()
+print(json.dumps([t0, t1]))
+"""
+
+
+def export(rev: str, dest: Path) -> Path:
+    data = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "gitledger"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000 if samples else float("nan")
+
+
+def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: Path | None) -> dict[str, Any]:
+    engines = ["gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal"]
+    if baseline is not None:
+        engines.append("previous")
+    ledgers: dict[tuple[str, int], Path] = {}
+    for size in sizes:
+        steps = make_steps(size)
+        for engine in engines:
+            if engine.startswith("sqlite"):
+                path = work / f"{engine}-{size}.db"
+                store = SqliteStore(path)
+                store.bulk_load(build_items(steps))
+                store.close()
+            else:
+                path = init_repo(work / f"{engine}-{size}")
+                build_git(path, steps)
+            ledgers[(engine, size)] = path
+    samples: dict[str, dict[str, list[float]]] = {}
+    for rnd in range(rounds):
+        order = [(e, s) for e in engines for s in sizes]
+        shift = rnd % len(order)
+        for engine, size in order[shift:] + order[:shift]:
+            tree = str(baseline if engine == "previous" else ROOT)
+            env = bench_env({"PYTHONPATH": tree})
+            # -S for the previous engine: no site-packages, so an editable install of this checkout
+            # cannot mix its modules in (the store needs the standard library only)
+            flags = ["-S"] if engine == "previous" else []
+            child = subprocess.run(
+                [
+                    PY,
+                    *flags,
+                    "-c",
+                    CHILD,
+                    engine,
+                    str(ledgers[(engine, size)]),
+                    str(size),
+                    str(reps),
+                    f"r{rnd}",
+                    tree,
+                ],
+                env=env,
+                cwd=work,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if child.returncode != 0:
+                raise RuntimeError(f"{engine} at {size} failed: {child.stderr[-2000:]}")
+            got = json.loads(child.stdout)
+            slot = samples.setdefault(f"{engine}@{size}", {"fresh": [], "done": []})
+            slot["fresh"] += got["fresh"]
+            slot["done"] += got["done"]
+    return {name: {k: median_ms(v) for k, v in s.items()} for name, s in samples.items()}
+
+
+def writers(work: Path, counts: list[int], per_writer: int) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"):
+        for n in counts:
+            if engine.startswith("sqlite"):
+                path = work / f"w-{engine}-{n}.db"
+                SqliteStore(path).close()
+            else:
+                path = init_repo(work / f"w-{engine}-{n}")
+            start_at = time.time() + 1.0 + 0.2 * n
+            env = bench_env({"PYTHONPATH": str(ROOT)})
+            procs = [
+                subprocess.Popen(
+                    [PY, "-c", WRITER, engine, str(path), str(w), str(per_writer), str(start_at), str(ROOT)],
+                    env=env,
+                    cwd=work,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for w in range(n)
+            ]
+            spans = []
+            for proc in procs:
+                out, err = proc.communicate()
+                if proc.returncode != 0:
+                    raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
+                spans.append(json.loads(out))
+            wall = max(s[1] for s in spans) - min(s[0] for s in spans)
+            if engine.startswith("gitledger"):
+                listed = subprocess.run(
+                    [PY, "-m", "gitledger", "list", "--json"],
+                    cwd=path,
+                    env=env,
+                    capture_output=True,
+                    check=True,
+                )
+                count = len(json.loads(listed.stdout))
+            else:
+                store = SqliteStore(path)
+                count = store.count()
+                store.close()
+            result[f"{engine}@{n}"] = {
+                "steps_per_s": n * per_writer / wall,
+                "lost": n * per_writer - count,
+            }
+    return result
+
+
+def disk_bytes(path: Path) -> tuple[int, int]:
+    """(bytes in files below path, loose object files)."""
+    total = loose = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            total += os.path.getsize(os.path.join(root, name))
+            if len(name) == 38 and os.path.basename(root) != "pack" and "objects" in root:
+                loose += 1
+    return total, loose
+
+
+def growth(work: Path, n: int) -> dict[str, Any]:
+    repo = init_repo(work / "growth")
+    env = bench_env({"PYTHONPATH": str(ROOT)})
+    before, loose_before = disk_bytes(repo / ".git")
+    code = (
+        "import sys\nfrom gitledger.core.checks import LedgerCheck\nfrom gitledger.core.keys import StepKey\n"
+        "from gitledger.core.protocol import ActionResult, StepRunner\n"
+        "from gitledger.git.repo import GitRepo\n"
+        "from gitledger.git.store import GitStore\n"
+        "store = GitStore(GitRepo.discover(sys.argv[1]))\nrunner = StepRunner(store)\n"
+        "for i in range(int(sys.argv[2])):\n"
+        "    runner.run(StepKey.derive(f'g{i}', 's'), [LedgerCheck()], lambda: ActionResult(ok=True))\n"
+        "store.close()\n"
+    )
+    subprocess.run([PY, "-c", code, str(repo), str(n)], env=env, cwd=work, check=True)
+    journaled, _ = disk_bytes(repo / ".git")
+    subprocess.run([PY, "-m", "gitledger", "flush"], cwd=repo, env=env, check=True, capture_output=True)
+    written, loose = disk_bytes(repo / ".git")
+    subprocess.run(["git", "gc", "-q"], cwd=repo, env=env, check=True)
+    after_gc, _ = disk_bytes(repo / ".git")
+    return {
+        "entries": n,
+        "bytes_per_entry_written": (written - before) / n,
+        "bytes_per_entry_before_flush": (journaled - before) / n,
+        "bytes_per_entry_after_gc": (after_gc - before) / n,
+        "loose_objects_per_step": (loose - loose_before) / n,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--baseline", default=BASELINE, help="previous engine's revision ('' to skip)")
+    parser.add_argument("--large", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--reps", type=int, default=150)
+    parser.add_argument("--writers", default="1,2,4,8")
+    parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument("--growth", type=int, default=2000)
+    parser.add_argument("--quick", action="store_true", help="10 000 entries, 3 rounds, fewer steps")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.large, args.rounds, args.reps, args.per_writer, args.growth = 10_000, 3, 80, 150, 500
+    use_isolated_git()
+    work = Path(tempfile.mkdtemp(prefix="gitledger-bench-store-"))
+    baseline = export(args.baseline, work / "previous") if args.baseline else None
+    sizes = [100, args.large]
+    report: dict[str, Any] = {
+        "baseline": args.baseline,
+        "sizes": sizes,
+        "rounds": args.rounds,
+        "reps": args.reps,
+    }
+    report["in_process"] = inp = in_process(work, sizes, args.rounds, args.reps, baseline)
+    report["writers"] = wr = writers(work, [int(n) for n in args.writers.split(",")], args.per_writer)
+    report["growth"] = gr = growth(work, args.growth)
+    large = args.large
+    print(f"in process, medians in ms ({args.rounds} interleaved rounds x {args.reps} steps)")
+    print(f"{'engine':<18} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
+    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
+        if f"{engine}@100" not in inp:
+            continue
+        a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
+        print(f"{engine:<18} {a['fresh']:>10.3f} {b['fresh']:>13.3f} {a['done']:>10.3f} {b['done']:>12.3f}")
+
+    def r(x: str, y: str, what: str, size: int = large) -> float:
+        return float(inp[f"{x}@{size}"][what] / inp[f"{y}@{size}"][what])
+
+    ratios = {
+        "fresh fsync / sqlite FULL (target <= 1.0)": r("gitledger-fsync", "sqlite-full", "fresh"),
+        "fresh none / sqlite NORMAL (target <= 3)": r("gitledger-none", "sqlite-normal", "fresh"),
+        "done / sqlite NORMAL (target <= 4)": r("gitledger-none", "sqlite-normal", "done"),
+        f"fresh fsync {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["fresh"]
+        / inp["gitledger-fsync@100"]["fresh"],
+        f"done {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["done"]
+        / inp["gitledger-fsync@100"]["done"],
+    }
+    if baseline is not None:
+        ratios["fresh fsync / previous engine"] = r("gitledger-fsync", "previous", "fresh")
+        ratios["done / previous engine"] = r("gitledger-fsync", "previous", "done")
+    report["ratios"] = ratios
+    for name, value in ratios.items():
+        print(f"  {name}: {value:.2f}x")
+    print("writers: steps/s (lost)")
+    for name, row in wr.items():
+        print(f"  {name:<22} {row['steps_per_s']:>8.0f}  ({row['lost']})")
+    print(
+        f"growth over {gr['entries']} entries: {gr['bytes_per_entry_written']:.0f} B/entry written, "
+        f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
+        f"{gr['loose_objects_per_step']:.2f} loose objects per step"
+    )
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""The write-ahead journal of the git store: one appended, checksummed line per event.
+
+A line is ``<crc32 8 hex> <key> <intent JSON>\\t<event JSON>\\n``; the checksum covers everything
+between the first space and the newline. JSON text never holds a raw tab or newline, so the fields
+split unambiguously. The file is ``<common git dir>/gitledger.journal``; it is appended only under the
+ledger lock and replaced by an empty file (rename) once its lines are folded into the notes.
+
+Reading is incremental: a reader keeps the file open, parses only what was appended since it last
+looked, and starts over when the file was replaced (another inode) or shortened.
+
+- A **torn tail** (a last line without its newline, or final lines whose checksum fails: a writer died
+  in the middle of an append, before the append returned) is never read as an event. Lock-free readers
+  skip it (it may be an append in flight); under the lock :meth:`Journal.repair` moves it to
+  ``gitledger.journal.torn`` and cuts it off, and says so.
+- A damaged line *followed by good lines* cannot come from a crash (appends are sequential); it is
+  kept and shown to its key (when the key field is readable) as an unreadable line, which makes that
+  entry corrupt until ``resolve`` — the same rule as a damaged note line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import zlib
+from dataclasses import dataclass
+
+from gitledger.core import crashpoints as faults
+
+DAMAGED_PREFIX = b"#damaged-journal-line "
+_KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
+
+
+@dataclass(frozen=True)
+class Record:
+    key: str
+    intent: bytes  # the intent record (JSON, no newline)
+    line: bytes  # the event line (JSON, no newline)
+
+
+def encode(key: str, intent: bytes, line: bytes) -> bytes:
+    payload = key.encode() + b" " + intent + b"\t" + line
+    if b"\n" in payload or b"\t" in intent or b" " in key.encode():
+        raise ValueError("a journal record cannot hold a newline, a tab in the intent or a space in the key")
+    return b"%08x %s\n" % (zlib.crc32(payload), payload)
+
+
+def decode(raw: bytes) -> Record | None:
+    """The record of one line (without its newline), or None when it is damaged."""
+    if len(raw) < 10 or raw[8:9] != b" ":
+        return None
+    payload = raw[9:]
+    try:
+        crc = int(raw[:8], 16)
+    except ValueError:
+        return None
+    if zlib.crc32(payload) != crc:
+        return None
+    key, sep, rest = payload.partition(b" ")
+    intent, tab, line = rest.partition(b"\t")
+    if not sep or not tab:
+        return None
+    try:
+        return Record(key.decode(), intent, line)
+    except UnicodeDecodeError:
+        return None
+
+
+class Journal:
+    """One journal file, read incrementally."""
+
+    def __init__(self, path: str, durable: bool = True) -> None:
+        self.path = path
+        self.torn_path = path + ".torn"
+        self.durable = durable
+        self._fd: int | None = None
+        self._ino: int | None = None
+        self._wfd: int | None = None  # the append descriptor, kept while the file is the same
+        self._wino: int | None = None
+        self._wpid = os.getpid()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.records: list[Record] = []
+        self.by_key: dict[str, list[bytes]] = {}
+        self.intents: dict[str, bytes] = {}
+        self.damaged: list[tuple[str | None, bytes]] = []  # (key if readable, raw line) mid-file
+        self._good_end = 0  # offset just past the last good line
+        self._read_end = 0  # offset up to which complete lines were parsed
+        self._pending: list[bytes] = []  # complete lines after the last good one that fail the check
+        self._partial = b""  # bytes after the last newline
+
+    @property
+    def size(self) -> int:
+        """Bytes of good lines."""
+        return self._good_end
+
+    @property
+    def tail(self) -> bytes:
+        """What follows the last good line: a torn append (or nothing)."""
+        return b"".join(line + b"\n" for line in self._pending) + self._partial
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd = self._ino = None
+
+    def refresh(self) -> None:
+        """Read what was appended since the last look (from scratch if the file was replaced)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._close_fd()
+            self._reset()
+            return
+        if st.st_ino != self._ino or st.st_size < self._good_end:
+            self._close_fd()
+            self._reset()
+            try:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            except FileNotFoundError:
+                return
+            self._ino = os.fstat(self._fd).st_ino
+        assert self._fd is not None
+        # what followed the last good line is read again: a torn tail may have been cut off (by
+        # repair) and written over since
+        self._pending.clear()
+        self._partial = b""
+        self._read_end = self._good_end
+        chunks = []
+        pos = self._good_end
+        while True:
+            chunk = os.pread(self._fd, 1 << 20, pos)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            pos += len(chunk)
+        if not chunks:
+            return
+        data = self._partial + b"".join(chunks)
+        end = data.rfind(b"\n") + 1
+        self._partial = data[end:]
+        offset = self._read_end
+        start = 0
+        while start < end:
+            nl = data.index(b"\n", start)
+            raw = data[start:nl]
+            record = decode(raw)
+            if record is None:
+                self._pending.append(raw)
+            else:
+                for bad in self._pending:  # damage followed by a good line: not a torn append
+                    self.damaged.append((self._damaged_key(bad), bad))
+                self._pending.clear()
+                self.records.append(record)
+                self.by_key.setdefault(record.key, []).append(record.line)
+                self.intents.setdefault(record.key, record.intent)
+                self._good_end = offset + nl + 1
+            start = nl + 1
+        self._read_end = offset + end
+
+    @staticmethod
+    def _damaged_key(raw: bytes) -> str | None:
+        parts = raw.split(b" ", 2)
+        if len(parts) >= 2 and _KEY.fullmatch(parts[1]):
+            return parts[1].decode()
+        return None
+
+    def lines(self, key: str) -> list[bytes]:
+        """The event lines of ``key`` in order; damaged lines of it are returned in a form that never
+        parses as an event."""
+        found = list(self.by_key.get(key, ()))
+        for bad_key, raw in self.damaged:
+            if bad_key == key:
+                found.append(DAMAGED_PREFIX + raw.replace(b"\t", b" "))
+        return found
+
+    def key_names(self) -> list[str]:
+        keys = set(self.by_key)
+        keys.update(k for k, _ in self.damaged if k is not None)
+        return sorted(keys)
+
+    def count(self) -> int:
+        return len(self.records) + len(self.damaged)
+
+    # -- under the ledger lock -------------------------------------------------------------------
+
+    def repair(self) -> str | None:
+        """Cut a torn tail off (kept in ``gitledger.journal.torn``); a notice saying so, or None.
+
+        Only under the ledger lock: without it the tail may be an append in flight.
+        """
+        self.refresh()
+        tail = self.tail
+        if not tail:
+            return None
+        with open(self.torn_path, "ab") as fh:
+            fh.write(tail if tail.endswith(b"\n") else tail + b"\n")
+            if self.durable:
+                os.fsync(fh.fileno())
+        os.truncate(self.path, self._good_end)
+        if self.durable:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        self._read_end = self._good_end
+        self._pending.clear()
+        self._partial = b""
+        return (
+            f"gitledger: the ledger journal ended in a torn write ({len(tail)} bytes, from a process killed "
+            f"while it wrote; that event was never confirmed to anyone); kept in {self.torn_path}"
+        )
+
+    def append(self, record: bytes) -> int:
+        """Append one encoded record; return the descriptor to :meth:`sync` once the lock is released.
+
+        The caller holds the ledger lock while appending and may release it before syncing: concurrent
+        writers' syncs then overlap (group commit), and nobody acts on an event before its own append
+        returned, i.e. before it is durable.
+        """
+        fd = self._append_fd()
+        if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
+            os.write(fd, record[: len(record) // 2])
+            faults.point("journal-torn")
+        view = memoryview(record)
+        while view:
+            view = view[os.write(fd, view) :]
+        return fd
+
+    def appended(self, record: bytes) -> None:
+        """Take in a record this process just appended under the lock (as :meth:`refresh` would read it,
+        without reading it back)."""
+        if self._ino is None or self.tail:
+            self.refresh()
+            return
+        decoded = decode(record[:-1])
+        if decoded is None:
+            self.refresh()
+            return
+        self.records.append(decoded)
+        self.by_key.setdefault(decoded.key, []).append(decoded.line)
+        self.intents.setdefault(decoded.key, decoded.intent)
+        self._good_end += len(record)
+        self._read_end = self._good_end
+
+    def _append_fd(self) -> int:
+        """A descriptor appending to the file at ``path`` now (kept open while it stays that file)."""
+        # under the lock, refresh() has just looked at the file: _ino is the inode at the path now
+        same_file = self._ino is not None and self._ino == self._wino
+        if self._wfd is not None and self._wpid == os.getpid() and same_file:
+            return self._wfd
+        self._close_wfd()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, os.getpid()
+        return fd
+
+    def _close_wfd(self) -> None:
+        if self._wfd is not None and self._wpid == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(self._wfd)
+        self._wfd = self._wino = None
+
+    def sync(self, fd: int) -> None:
+        if self.durable:
+            os.fdatasync(fd)
+
+    def rotate(self) -> None:
+        """Replace the journal by an empty file (its lines are in the notes now)."""
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            if self.durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        if self.durable:
+            dfd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        self._close_fd()
+        self._reset()
+
+    def close(self) -> None:
+        self._close_fd()
+        self._close_wfd()
