@@ -36,11 +36,18 @@ from benchmarks.common import PY, bench_env, init_repo, summarize, use_isolated_
 
 CHILD = """
 import json, random, sys, time
-from gitledger.checks import LedgerCheck
-from gitledger.git import GitRepo
-from gitledger.gitstore import GitStore
-from gitledger.keys import StepKey
-from gitledger.protocol import ActionResult, StepRunner
+try:  # the layered package (core/, git/)
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import ActionResult, StepRunner
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
+except ImportError:  # a revision before the layout
+    from gitledger.checks import LedgerCheck
+    from gitledger.git import GitRepo
+    from gitledger.gitstore import GitStore
+    from gitledger.keys import StepKey
+    from gitledger.protocol import ActionResult, StepRunner
 repo_path, size, reps, tag = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rng = random.Random(tag)
 checks = [LedgerCheck()]

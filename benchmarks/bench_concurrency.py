@@ -35,13 +35,13 @@ LEDGERS = ("gitledger", "sqlite", "json", "gitledger-noflock")
 
 def _worker(kind: str, location: Path, worker: int, steps: int, go: Path) -> dict[str, Any]:
     from benchmarks.ledgers import JsonFileStore, SqliteStore
-    from gitledger.checks import LedgerCheck
-    from gitledger.errors import ConflictError
-    from gitledger.git import GitRepo
-    from gitledger.gitstore import GitStore
-    from gitledger.keys import StepKey
-    from gitledger.protocol import CREATED, ActionResult, StepRunner
-    from gitledger.store import Store
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.errors import ConflictError
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import CREATED, ActionResult, StepRunner
+    from gitledger.core.store import Store
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
 
     counts = {"ref_cas_retries": 0, "key_cas_losses": 0, "lock_wait_s": 0.0}
     store: Store

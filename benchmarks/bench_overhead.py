@@ -31,12 +31,12 @@ from benchmarks.build import (
 )
 from benchmarks.common import init_repo, log, summarize
 from benchmarks.ledgers import JsonFileStore, SqliteStore
-from gitledger.checks import LedgerCheck
-from gitledger.git import GitRepo
-from gitledger.gitstore import GitStore
-from gitledger.keys import StepKey
-from gitledger.protocol import CREATED, SKIPPED, ActionResult, StepRunner
-from gitledger.store import Store
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import CREATED, SKIPPED, ActionResult, StepRunner
+from gitledger.core.store import Store
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import GitStore
 
 LEDGERS = ("gitledger", "sqlite", "json")
 CHECKS = [LedgerCheck()]

@@ -22,11 +22,11 @@ from typing import Any
 from benchmarks.bench_process import prepare
 from benchmarks.build import build_git, make_steps
 from benchmarks.common import PY, init_repo, log
-from gitledger.checks import LedgerCheck
-from gitledger.git import GitRepo
-from gitledger.gitstore import GitStore
-from gitledger.keys import StepKey
-from gitledger.protocol import ActionResult, StepRunner
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import GitStore
 
 _IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 

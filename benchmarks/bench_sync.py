@@ -34,12 +34,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitledger.git import GitRepo  # noqa: E402
-from gitledger.gitstore import NOTES_REF, GitStore, fanout, intent_bytes  # noqa: E402
-from gitledger.keys import Content, StepKey, key_digest  # noqa: E402
-from gitledger.ledger import encode_event  # noqa: E402
-from gitledger.store import Intent  # noqa: E402
-from gitledger.sync import LedgerSync  # noqa: E402
+from gitledger.core.events import encode_event  # noqa: E402
+from gitledger.core.keys import Content, StepKey, key_digest  # noqa: E402
+from gitledger.core.store import Intent  # noqa: E402
+from gitledger.git.repo import GitRepo  # noqa: E402
+from gitledger.git.store import NOTES_REF, GitStore, fanout, intent_bytes  # noqa: E402
+from gitledger.git.sync import LedgerSync  # noqa: E402
 
 
 def git(*args: str, cwd: Path, input: bytes | None = None) -> str:

@@ -1,7 +1,7 @@
 """Build large ledgers fast, without running the protocol N times, and check they read back.
 
 - gitledger: one ``git fast-import`` stream writes every intent blob and note blob and one commit on
-  each ledger ref, with exactly the paths :class:`~gitledger.gitstore.GitStore` writes (notes at
+  each ledger ref, with exactly the paths :class:`~gitledger.git.store.GitStore` writes (notes at
   ``ab/cd/<rest of the intent oid>``, intents at ``ab/cd/<rest of the key digest>``), so the store
   reads it as if the entries had been recorded one by one (in a packed repository, as after ``gc``).
 - JSON file and SQLite: one bulk write each.
@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import bench_env, git
-from gitledger.git import GitRepo
-from gitledger.gitstore import INTENTS_REF, NOTES_REF, GitStore, fanout, intent_bytes
-from gitledger.keys import StepKey, key_digest
-from gitledger.ledger import ATTEMPTING, DONE, Event, encode_event
-from gitledger.owner import Owner
-from gitledger.protocol import StepRunner, iso
-from gitledger.store import Intent, MemoryStore, Store
+from gitledger.core.events import ATTEMPTING, DONE, Event, encode_event
+from gitledger.core.keys import StepKey, key_digest
+from gitledger.core.owner import Owner
+from gitledger.core.protocol import StepRunner, iso
+from gitledger.core.store import Intent, MemoryStore, Store
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore, fanout, intent_bytes
 
 BUILD_OWNER = Owner("bench-host", "bench-boot", 4242, "1", "0123456789abcdef")
 

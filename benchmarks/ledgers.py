@@ -1,4 +1,4 @@
-"""Two baseline ledgers with gitledger's :class:`~gitledger.store.Store` semantics, for comparison.
+"""Two baseline ledgers with gitledger's :class:`~gitledger.core.store.Store` semantics, for comparison.
 
 Both are faithful *minimal* implementations of the interface the step protocol uses: ``load(key |
 Intent)`` and ``append(intent, event, expected) -> version | None``, a compare-and-swap at the level of
@@ -26,8 +26,8 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from gitledger.ledger import Entry, Event, encode_event, parse_events
-from gitledger.store import ANY_VERSION, Intent
+from gitledger.core.events import Entry, Event, encode_event, parse_events
+from gitledger.core.store import ANY_VERSION, Intent
 
 
 def _key(key: str | Intent) -> str:

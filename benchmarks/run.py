@@ -117,9 +117,9 @@ def run_audit(workdir: Path, runs: int, prs: int, source: Path = ROOT) -> dict[s
     if probe.returncode != 0:
         return {"status": "pending", "note": "'gitledger audit' is not on this branch yet (hook ready)"}
     try:
-        from tests.fakegithub import FakeGitHub
+        from testing.fakegithub import FakeGitHub
     except ImportError:
-        return {"status": "pending", "note": "tests/fakegithub.py is missing: no local GitHub to audit"}
+        return {"status": "pending", "note": "testing/fakegithub/ is missing: no local GitHub to audit"}
     from benchmarks.common import summarize
 
     repo, launcher, _ = bench_process.prepare(workdir / "audit", 1_000)

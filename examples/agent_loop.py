@@ -7,7 +7,7 @@ For each task the agent
 2. pushes the branch and opens a pull request (GitHub; check: ``github-pr``),
 3. posts a comment on the pull request (GitHub; check: ``github-comment:N``),
 
-   both through :mod:`gitledger.github_actions`, which look before they write and never re-send a
+   both through :mod:`gitledger.github.writes`, which look before they write and never re-send a
    write blindly, on the ledger's GitHub client (``ledger.github()``),
 4. sends a notification: appends a line to a local "outbox" file. Nothing can look the
    notification up afterwards (think of a chat message), so its check is ``ledger`` only and its
@@ -101,7 +101,7 @@ class Agent:
             from_ref=lambda url: {"url": url},
         )
         def comment(task_id: str, number: int, text: str) -> dict[str, Any]:
-            from gitledger.github_actions import post_comment
+            from gitledger.github.writes import post_comment
 
             step_key = gitledger.key_of(comment, task_id, number, text)
             return post_comment(ledger.github(), step_key, number, text).to_json()
@@ -121,7 +121,7 @@ class Agent:
         return s.ref
 
     def open_pull(self, task: str) -> int:
-        from gitledger.github_actions import open_pull_request
+        from gitledger.github.writes import open_pull_request
 
         with self.ledger.step(task, "open-pr", checks=[checks.github_pr()]) as s:
             if s.should_run:

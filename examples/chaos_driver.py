@@ -16,8 +16,8 @@ for gitledger), the driver plays the operator: it looks at the outbox and runs
 
     python examples/chaos_driver.py [--rounds 40] [--tasks 4] [--seed 1] [--github] [--keep]
 
-``--github`` starts the fake GitHub server (``python -m tests.fakegithub``) and needs gitledger's
-GitHub checks (``gitledger.github``). Prints a JSON summary; exit 0 when every assertion holds.
+``--github`` starts the fake GitHub server (``python -m testing.fakegithub``) and needs gitledger's
+GitHub checks (``gitledger.github.client``). Prints a JSON summary; exit 0 when every assertion holds.
 """
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ def git(repo: Path, *args: str) -> str:
 
 
 class FakeGitHubProcess:
-    """``python -m tests.fakegithub`` in the background; serves until its stdin closes."""
+    """``python -m testing.fakegithub`` in the background; serves until its stdin closes."""
 
     def __init__(self, repo: str, token: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakegithub", "--repo", repo, "--token", token],
+            [sys.executable, "-m", "testing.fakegithub", "--repo", repo, "--token", token],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -69,7 +69,7 @@ class FakeGitHubProcess:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise SystemExit("the fake GitHub server did not start (is tests/fakegithub.py there?)")
+            raise SystemExit("the fake GitHub server did not start (is testing/fakegithub/ there?)")
         info = json.loads(line)
         self.url: str = info["url"]
         self.bare = Path(info["repos"][repo])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gitledger._version import __version__
 
 _LAZY = {
     "Ledger": "gitledger.api",
@@ -34,13 +34,13 @@ _LAZY = {
     "StepUnconfirmedError": "gitledger.api",
     "StepNotFinishedError": "gitledger.api",
     "ResultNotRecordableError": "gitledger.api",
-    "PayloadMismatchError": "gitledger.protocol",
-    "StepResult": "gitledger.protocol",
-    "GitledgerError": "gitledger.errors",
-    "UsageError": "gitledger.errors",
-    "CheckError": "gitledger.errors",
-    "StepKey": "gitledger.keys",
-    "MemoryStore": "gitledger.store",
+    "PayloadMismatchError": "gitledger.core.protocol",
+    "StepResult": "gitledger.core.protocol",
+    "GitledgerError": "gitledger.core.errors",
+    "UsageError": "gitledger.core.errors",
+    "CheckError": "gitledger.core.errors",
+    "StepKey": "gitledger.core.keys",
+    "MemoryStore": "gitledger.core.store",
 }
 
 __all__ = [
@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ im
         StepUnconfirmedError,
         key_of,
     )
-    from gitledger.errors import CheckError, GitledgerError, UsageError
-    from gitledger.keys import StepKey
-    from gitledger.protocol import PayloadMismatchError, StepResult
-    from gitledger.store import MemoryStore
+    from gitledger.core.errors import CheckError, GitledgerError, UsageError
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import PayloadMismatchError, StepResult
+    from gitledger.core.store import MemoryStore

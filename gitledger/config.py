@@ -18,8 +18,23 @@ Example::
       notify:
         checks: [ledger]
         on_unconfirmed: skip
+    mcp:                      # profiles for 'gitledger mcp-proxy' (see docs/mcp.md)
+      profiles:
+        github:               # extends the built-in profile: these tools replace its rules
+          tools:
+            merge_pull_request: {key: [owner, repo, pullNumber], task: optional}
+    agent:                    # the agent guard (docs/agents.md)
+      task_branch: "agent/(?P<task>[^/]+)"   # the task from the branch name
+      one_pr_per_task: true
+      rules:                  # more tool calls to guard
+        - tool: "mcp__forge__open_merge_request"          # regex, whole tool name
+          effect: pr                                        # pr | comment | issue | push
+          fields: {repo: project, head: source_branch, base: target_branch}
+        - command: "hub pull-request"                     # the command's first words
+          effect: pr
+          fields: {head: "--head", base: "--base", title: "--message"}
 
-A bad file raises :class:`~gitledger.errors.ConfigError` naming the file, the line and the fix.
+A bad file raises :class:`~gitledger.core.errors.ConfigError` naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -29,8 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitledger.errors import ConfigError, UsageError
-from gitledger.keys import Names
+from gitledger.core.errors import ConfigError, UsageError
+from gitledger.core.keys import Names
 
 FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
@@ -45,6 +60,62 @@ class StepConfig:
 
 
 @dataclass(frozen=True)
+class McpFind:
+    """How a profile finds a tool's effect with one of the upstream's own read tools.
+
+    Values are templates: ``"{field}"`` is the call's argument (or, for ``match``, ``similar``, ``ref``
+    and ``result``, the found item's field; dotted paths reach inside objects).
+    """
+
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    items: str | None = None  # where the list is in the read result (dotted path); None: the result
+    match: dict[str, str] = field(default_factory=dict)  # item path -> template: must be equal
+    similar: dict[str, str] = field(default_factory=dict)  # item path -> template: near-duplicate text
+    ref: str | None = None  # template over the item: what the ledger records as the effect's ref
+    result: Any = None  # template over the item: the structured result returned for a found effect
+
+
+@dataclass(frozen=True)
+class McpToolRule:
+    """How the MCP proxy treats one tool: guard or not, its natural key, how to find its effect."""
+
+    guard: bool = True
+    key: tuple[str, ...] | None = None  # natural key fields; None: every argument (canonical JSON)
+    casefold: tuple[str, ...] = ()  # key fields compared without case (GitHub owner and repo names)
+    task: str = "optional"  # "required": refuse without a task; "optional": key on it when known
+    similar: str | None = None  # a free-text argument compared as a near-duplicate, not exactly
+    ref: str | None = None  # template over the tool's result: the ref recorded with done
+    find: McpFind | None = None
+    on_unconfirmed: str | None = None
+    lease: float | None = None
+
+
+@dataclass(frozen=True)
+class McpProfile:
+    name: str
+    description: str = ""
+    tools: dict[str, McpToolRule] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentRule:
+    """One extra call the agent guard recognises: a tool name pattern or a command's first words."""
+
+    effect: str
+    fields: tuple[tuple[str, str], ...]  # (effect field, tool_input key | option such as --head | argN)
+    tool: str | None = None  # a regular expression matched against the whole tool name
+    command: tuple[str, ...] | None = None  # the first words of a shell command
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    task_branch: str | None = None
+    one_pr_per_task: bool = True
+    rules: tuple[AgentRule, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     path: Path | None = None
     remote: str | None = None
@@ -55,6 +126,8 @@ class Config:
     github_repo: str | None = None
     github_api_url: str | None = None
     steps: dict[str, StepConfig] = field(default_factory=dict)
+    mcp_profiles: dict[str, McpProfile] = field(default_factory=dict)
+    agent: AgentConfig = field(default_factory=AgentConfig)
 
     def step(self, name: str) -> StepConfig:
         return self.steps.get(name, StepConfig())
@@ -105,7 +178,7 @@ class _Reader:
         return value
 
     def seconds(self, node: Any, where: str) -> float:
-        from gitledger.protocol import MAX_LEASE
+        from gitledger.core.policy import MAX_LEASE
 
         value = self.scalar(node, where)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_LEASE:
@@ -117,7 +190,7 @@ class _Reader:
     def checks(self, node: Any, where: str) -> tuple[str, ...]:
         import yaml
 
-        from gitledger.checks.specs import validate_spec
+        from gitledger.core.checks import validate_spec
 
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         specs = []
@@ -133,7 +206,7 @@ class _Reader:
 def parse(text: str, path: Path) -> Config:
     import yaml
 
-    from gitledger.protocol import ON_UNCONFIRMED
+    from gitledger.core.policy import ON_UNCONFIRMED
 
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -148,7 +221,18 @@ def parse(text: str, path: Path) -> Config:
     top = r.mapping(
         root,
         "the file",
-        ("version", "remote", "claims", "lease", "on_unconfirmed", "prefixes", "github", "steps"),
+        (
+            "version",
+            "remote",
+            "claims",
+            "lease",
+            "on_unconfirmed",
+            "prefixes",
+            "github",
+            "steps",
+            "agent",
+            "mcp",
+        ),
     )
     settings: dict[str, Any] = {"path": path}
     if "version" in top and r.scalar(top["version"], "version") != 1:
@@ -203,7 +287,193 @@ def parse(text: str, path: Path) -> Config:
                 lease=r.seconds(opts["lease"], f"{where}.lease") if "lease" in opts else None,
             )
         settings["steps"] = steps
+    if "agent" in top:
+        settings["agent"] = _agent(r, top["agent"])
+    if "mcp" in top:
+        mcp = r.mapping(top["mcp"], "mcp", ("profiles",))
+        if "profiles" in mcp:
+            settings["mcp_profiles"] = {
+                name: _mcp_profile(r, node, name, f"mcp.profiles.{name}")
+                for name, node in r.mapping(mcp["profiles"], "mcp.profiles", ()).items()
+            }
     return Config(**settings)
+
+
+def _agent(r: _Reader, node: Any) -> AgentConfig:
+    import yaml
+
+    from gitledger.core.effects import FIELDS, KINDS
+    from gitledger.core.task import pattern_problem
+
+    opts = r.mapping(node, "agent", ("task_branch", "one_pr_per_task", "rules"))
+    out: dict[str, Any] = {}
+    if "task_branch" in opts:
+        pattern = r.string(opts["task_branch"], "agent.task_branch")
+        problem = pattern_problem(pattern)
+        if problem:
+            raise r.fail(opts["task_branch"], problem)
+        out["task_branch"] = pattern
+    if "one_pr_per_task" in opts:
+        value = r.scalar(opts["one_pr_per_task"], "agent.one_pr_per_task")
+        if not isinstance(value, bool):
+            raise r.fail(opts["one_pr_per_task"], "agent.one_pr_per_task must be true or false")
+        out["one_pr_per_task"] = value
+    if "rules" in opts:
+        if not isinstance(opts["rules"], yaml.SequenceNode):
+            raise r.fail(opts["rules"], "agent.rules must be a list of rules")
+        rules = []
+        for i, item in enumerate(opts["rules"].value):
+            where = f"agent.rules[{i}]"
+            rule = r.mapping(item, where, ("tool", "command", "effect", "fields"))
+            if ("tool" in rule) == ("command" in rule):
+                raise r.fail(item, f"{where} needs exactly one of 'tool' (a tool name pattern) or 'command'")
+            effect = r.string(rule["effect"], f"{where}.effect", KINDS) if "effect" in rule else None
+            if effect is None:
+                raise r.fail(item, f"{where} needs 'effect': one of {', '.join(KINDS)}")
+            fields: list[tuple[str, str]] = []
+            if "fields" in rule:
+                for name, value_node in r.mapping(rule["fields"], f"{where}.fields", FIELDS[effect]).items():
+                    fields.append((name, r.string(value_node, f"{where}.fields.{name}")))
+            tool = command = None
+            if "tool" in rule:
+                tool = r.string(rule["tool"], f"{where}.tool")
+                try:
+                    re.compile(tool)
+                except re.error as exc:
+                    raise r.fail(
+                        rule["tool"], f"{where}.tool is not a valid regular expression ({exc})"
+                    ) from exc
+            else:
+                words = r.string(rule["command"], f"{where}.command").split()
+                command = tuple(words)
+            rules.append(AgentRule(effect, tuple(fields), tool, command))
+        out["rules"] = tuple(rules)
+    return AgentConfig(**out)
+
+
+_TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
+_FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+def _template(r: _Reader, node: Any, where: str) -> Any:
+    """A JSON value whose strings may hold ``{field.path}`` placeholders (checked here)."""
+    value = _plain(r, node, where)
+
+    def check(v: Any, at: str) -> None:
+        if isinstance(v, str):
+            for name in _TEMPLATE_FIELD.findall(v):
+                if not _FIELD_PATH.match(name):
+                    raise r.fail(
+                        node, f"{at}: {{{name}}} is not a field name (use e.g. {{owner}} or {{head.ref}})"
+                    )
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                check(item, f"{at}.{k}")
+        elif isinstance(v, list):
+            for i, item in enumerate(v):
+                check(item, f"{at}[{i}]")
+
+    check(value, where)
+    return value
+
+
+def _plain(r: _Reader, node: Any, where: str) -> Any:
+    import yaml
+
+    value = yaml.safe_load(yaml.serialize(node))
+    if not isinstance(value, str | int | float | bool | dict | list) or value is None:
+        raise r.fail(node, f"{where} must be a value, a list or a mapping")
+    return value
+
+
+def _names(r: _Reader, node: Any, where: str) -> tuple[str, ...]:
+    import yaml
+
+    items = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    return tuple(r.string(item, where) for item in items)
+
+
+def _templates(r: _Reader, node: Any, where: str) -> dict[str, str]:
+    out = {}
+    for k, v in r.mapping(node, where, ()).items():
+        text = _template(r, v, f"{where}.{k}")
+        if not isinstance(text, str):
+            raise r.fail(v, f'{where}.{k} must be a text template such as "{{head}}"')
+        out[k] = text
+    return out
+
+
+def _mcp_find(r: _Reader, node: Any, where: str) -> McpFind:
+    opts = r.mapping(node, where, ("tool", "arguments", "items", "match", "similar", "ref", "result"))
+    if "tool" not in opts:
+        raise r.fail(node, f"{where} needs 'tool': the upstream read tool that lists the effects")
+    arguments = _template(r, opts["arguments"], f"{where}.arguments") if "arguments" in opts else {}
+    if not isinstance(arguments, dict):
+        raise r.fail(opts["arguments"], f"{where}.arguments must be a mapping of argument names to templates")
+    return McpFind(
+        tool=r.string(opts["tool"], f"{where}.tool"),
+        arguments=arguments,
+        items=r.string(opts["items"], f"{where}.items") if "items" in opts else None,
+        match=_templates(r, opts["match"], f"{where}.match") if "match" in opts else {},
+        similar=_templates(r, opts["similar"], f"{where}.similar") if "similar" in opts else {},
+        ref=r.string(opts["ref"], f"{where}.ref") if "ref" in opts else None,
+        result=_template(r, opts["result"], f"{where}.result") if "result" in opts else None,
+    )
+
+
+def _mcp_rule(r: _Reader, node: Any, where: str) -> McpToolRule:
+    from gitledger.core.policy import ON_UNCONFIRMED
+
+    fields = ("guard", "key", "casefold", "task", "similar", "ref", "find", "on_unconfirmed", "lease")
+    opts = r.mapping(node, where, fields)
+    rule: dict[str, Any] = {}
+    if "guard" in opts:
+        guard = r.scalar(opts["guard"], f"{where}.guard")
+        if not isinstance(guard, bool):
+            raise r.fail(opts["guard"], f"{where}.guard must be true or false")
+        rule["guard"] = guard
+    if "key" in opts:
+        rule["key"] = _names(r, opts["key"], f"{where}.key")
+    if "casefold" in opts:
+        rule["casefold"] = _names(r, opts["casefold"], f"{where}.casefold")
+    if "task" in opts:
+        rule["task"] = r.string(opts["task"], f"{where}.task", ("required", "optional"))
+    if "similar" in opts:
+        rule["similar"] = r.string(opts["similar"], f"{where}.similar")
+    if "ref" in opts:
+        rule["ref"] = r.string(opts["ref"], f"{where}.ref")
+    if "find" in opts:
+        rule["find"] = _mcp_find(r, opts["find"], f"{where}.find")
+    if "on_unconfirmed" in opts:
+        rule["on_unconfirmed"] = r.string(opts["on_unconfirmed"], f"{where}.on_unconfirmed", ON_UNCONFIRMED)
+    if "lease" in opts:
+        rule["lease"] = r.seconds(opts["lease"], f"{where}.lease")
+    return McpToolRule(**rule)
+
+
+def _mcp_profile(r: _Reader, node: Any, name: str, where: str) -> McpProfile:
+    opts = r.mapping(node, where, ("description", "tools"))
+    tools = {
+        tool: _mcp_rule(r, rule, f"{where}.tools.{tool}")
+        for tool, rule in (r.mapping(opts["tools"], f"{where}.tools", ()).items() if "tools" in opts else ())
+    }
+    description = r.string(opts["description"], f"{where}.description") if "description" in opts else ""
+    return McpProfile(name, description, tools)
+
+
+def load_mcp_profile(path: Path, name: str) -> McpProfile:
+    """A packaged MCP proxy profile (``gitledger/mcp/profiles/NAME.yaml``): the same format as one entry
+    of ``mcp.profiles`` in .gitledger.yml."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read this MCP profile ({exc}); reinstall gitledger") from exc
+    if root is None:
+        return McpProfile(name)
+    return _mcp_profile(_Reader(path), root, name, "the profile")
 
 
 def load(directory: Path | None) -> Config:

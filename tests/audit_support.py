@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitledger.keys import StepKey, label_for
-from tests.fakegithub import FakeGitHub
+from gitledger.core.keys import StepKey, label_for
+from testing.fakegithub import FakeGitHub
+from testing.repos import git, run_gitledger
 from tests.github_support import REPO, TOKEN, client, clone, fast_env
-from tests.helpers import git, run_gitledger
 
 KEY_A = StepKey.derive("T-1", "open-pr").key
 KEY_B = StepKey.derive("T-2", "open-pr").key

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakegithub import FakeGitHub
-from tests.helpers import ROOT, init_repo
+from testing.fakegithub import FakeGitHub
+from testing.repos import ROOT, init_repo
 
 _HOME = Path(tempfile.mkdtemp(prefix="gitledger-test-home-"))
 (_HOME / ".gitconfig").write_text(
@@ -44,7 +44,7 @@ def empty_repo(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    """A started local fake GitHub (tests/fakegithub.py) accepting token ``"test-token"``, with repository
+    """A started local fake GitHub (testing/fakegithub/) accepting token ``"test-token"``, with repository
     ``"acme/widgets"`` backed by an empty bare git repository (``server.bare_path("acme/widgets")``).
 
     ``server.token`` / ``server.repo_name`` / ``server.url`` give the rest; build a PyGithub client with

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.fakegithub import FakeGitHub
-from tests.helpers import git, init_repo
+from testing.fakegithub import FakeGitHub
+from testing.repos import git, init_repo
 
 REPO = "acme/widgets"
 TOKEN = "test-token"
@@ -42,8 +42,8 @@ def clone(server: FakeGitHub, path: Path, *, change: str = "change") -> Path:
 
 
 def context(server: FakeGitHub, repo: str = REPO, **overrides: str) -> Any:
-    """A real :class:`gitledger.github.GitHubContext` for the fake (PyGithub over HTTP)."""
-    from gitledger.github import GitHubContext
+    """A real :class:`gitledger.github.client.GitHubContext` for the fake (PyGithub over HTTP)."""
+    from gitledger.github.client import GitHubContext
 
     return GitHubContext.from_settings(repo=repo, env=fast_env(server, **overrides))
 

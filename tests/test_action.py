@@ -11,10 +11,10 @@ from pathlib import Path
 
 import yaml
 
+from testing.fakegithub import FakeGitHub
+from testing.repos import ROOT
 from tests.audit_support import KEY_B, make_scenario, prepare_work
-from tests.fakegithub import FakeGitHub
 from tests.github_support import REPO, TOKEN, fast_env
-from tests.helpers import ROOT
 
 
 def test_workflow_and_action_yaml_parse() -> None:

@@ -31,13 +31,13 @@ from gitledger.api import (
     StepUnconfirmedError,
     key_of,
 )
-from gitledger.errors import CheckError, UsageError
-from gitledger.keys import StepKey, canonical_json
-from gitledger.ledger import ATTEMPTING
-from gitledger.owner import Owner
-from gitledger.protocol import PayloadMismatchError, iso
-from gitledger.store import Intent, MemoryStore
-from tests.helpers import run_json
+from gitledger.core.errors import CheckError, UsageError
+from gitledger.core.events import ATTEMPTING
+from gitledger.core.keys import StepKey, canonical_json
+from gitledger.core.owner import Owner
+from gitledger.core.protocol import PayloadMismatchError, iso
+from gitledger.core.store import Intent, MemoryStore
+from testing.repos import run_json
 
 
 @pytest.fixture
@@ -878,11 +878,10 @@ def test_github_checks_bind_to_the_ledgers_github_settings(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """checks.github_pr()/github_comment(N)/github_branch() find what a crashed run made on GitHub."""
-    fake = pytest.importorskip("tests.fakegithub", reason="tests/fakegithub.py is on branch 'ghserver'")
-    pytest.importorskip("gitledger.github", reason="gitledger.github is on branch 'github'")
     import urllib.request
 
-    from tests.helpers import git
+    from testing import fakegithub as fake
+    from testing.repos import git
 
     server = fake.FakeGitHub(tokens=["t"])
     bare = server.add_repo("acme/widgets")

@@ -8,8 +8,17 @@ from typing import Any
 
 import pytest
 
-from gitledger.audit import Ident, Pull, branch_ident, group_pulls, label_ident, pull_evidence
-from gitledger.keys import Names, StepKey, branch_for, label_for, marker_for
+from gitledger.core.keys import Names, StepKey, branch_for, label_for, marker_for
+from gitledger.features.audit.evidence import (
+    Ident,
+    Pull,
+    branch_ident,
+    group_pulls,
+    label_ident,
+    pull_evidence,
+)
+from testing.fakegithub import FakeGitHub
+from testing.repos import git, run_gitledger
 from tests.audit_support import (
     KEY_A,
     KEY_B,
@@ -21,9 +30,7 @@ from tests.audit_support import (
     numbers,
     prepare_work,
 )
-from tests.fakegithub import FakeGitHub
 from tests.github_support import REPO, TOKEN, client, fast_env
-from tests.helpers import git, run_gitledger
 
 
 @pytest.fixture
@@ -343,7 +350,7 @@ def test_thousand_prs_cost_a_dozen_api_calls(github: FakeGitHub, work: Path) -> 
 def test_token_reaches_git_only_as_a_header_for_the_repository_host() -> None:
     import base64
 
-    from gitledger.audit import auth_env
+    from gitledger.features.audit.trailers import auth_env
 
     env = auth_env("https://github.com/acme/widgets.git", "s3cret", "https://github.com/acme/widgets", {})
     assert env["GIT_CONFIG_COUNT"] == "1"

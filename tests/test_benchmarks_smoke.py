@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.ledgers import JsonFileStore, SqliteStore
-from gitledger.checks import LedgerCheck
-from gitledger.keys import StepKey
-from gitledger.protocol import ActionResult, StepRunner
-from gitledger.store import ANY_VERSION, Intent, Store
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+from gitledger.core.store import ANY_VERSION, Intent, Store
 
 
 @pytest.mark.parametrize("kind", ["json", "sqlite"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, init_repo, run_gitledger, run_json
+from testing.repos import git, init_repo, run_gitledger, run_json
 
 
 def run_step(repo: Path, *args: str, env: dict[str, str] | None = None):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git, run_gitledger
+from testing.repos import git, run_gitledger
 
 # Each effect: (check spec, shell script). $COUNT is the counter file.
 EFFECTS = {

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers import ROOT
+from testing.repos import ROOT
 
 DRIVER = ROOT / "examples" / "chaos_driver.py"
 
@@ -38,10 +37,6 @@ def test_chaos_driver_weaker_policies_hold_their_bounds(policy: str) -> None:
     chaos("--rounds", "8", "--tasks", "2", "--notify-policy", policy)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("gitledger.github") is None or not (ROOT / "tests" / "fakegithub.py").exists(),
-    reason="needs gitledger.github (branch 'github') and tests/fakegithub.py (branch 'ghserver')",
-)
 def test_chaos_driver_with_github() -> None:
     summary = chaos("--rounds", "12", "--tasks", "2", "--github")
     assert summary["killed"], summary

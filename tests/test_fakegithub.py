@@ -25,7 +25,7 @@ from github import (
     UnknownObjectException,
 )
 
-from tests.fakegithub import (
+from testing.fakegithub import (
     FakeGitHub,
     delay,
     drop_after_effect,
@@ -34,7 +34,7 @@ from tests.fakegithub import (
     secondary_rate_limit,
     status,
 )
-from tests.helpers import ROOT, git
+from testing.repos import ROOT, git
 
 REPO = "acme/widgets"
 
@@ -487,7 +487,7 @@ def test_concurrent_creates_on_one_head_yield_exactly_one_pr(github: FakeGitHub,
 
 def _start_standalone(*args: str, stdin: int) -> tuple[subprocess.Popen[str], dict[str, Any]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakegithub", *args],
+        [sys.executable, "-m", "testing.fakegithub", *args],
         cwd=ROOT,
         stdin=stdin,
         stdout=subprocess.PIPE,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.fastpath import parse
-from tests.helpers import run_gitledger
+from gitledger.cli.fastskip import parse
+from testing.repos import run_gitledger
 
 SLOW = {"GITLEDGER_NO_FASTPATH": "1"}
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from gitledger.checks import LedgerCheck
-from gitledger.errors import GitledgerError
-from gitledger.keys import Content, StepKey
-from gitledger.ledger import ATTEMPTING, DONE, FAILED, NONE, Entry, Event, fold
-from gitledger.owner import Owner
-from gitledger.protocol import (
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.errors import GitledgerError
+from gitledger.core.events import ATTEMPTING, DONE, FAILED, NONE, Entry, Event, fold
+from gitledger.core.keys import Content, StepKey
+from gitledger.core.owner import Owner
+from gitledger.core.protocol import (
     CREATED,
     IN_PROGRESS,
     SKIPPED,
@@ -24,7 +24,7 @@ from gitledger.protocol import (
     StepRunner,
     Verdict,
 )
-from gitledger.store import ANY_VERSION, Intent, MemoryStore
+from gitledger.core.store import ANY_VERSION, Intent, MemoryStore
 
 STEP = StepKey.derive("T-1", "open-pr", Content.text("x"))
 LIVE = Owner("host-a", "boot", os.getpid(), None, "live-session").to_json()

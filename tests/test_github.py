@@ -1,6 +1,6 @@
 """GitHub settings, transport (retries, budget, counting, redaction), checks and actions, in process.
 
-Real PyGithub over HTTP against the local fake (tests/fakegithub.py); real git pushes to its bare repo.
+Real PyGithub over HTTP against the local fake (testing/fakegithub/); real git pushes to its bare repo.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-from gitledger.errors import CheckError, UsageError
-from gitledger.git import GitRepo
-from gitledger.github import (
-    GitHubContext,
+from gitledger.core.errors import CheckError, UsageError
+from gitledger.core.keys import Content, Names, StepKey
+from gitledger.git.repo import GitRepo
+from gitledger.github.client import GitHubContext
+from gitledger.github.settings import (
     GitHubError,
     GitHubSettings,
     GitHubSettingsError,
@@ -24,8 +25,8 @@ from gitledger.github import (
     parse_remote_url,
     strip_userinfo,
 )
-from gitledger.keys import Content, Names, StepKey
-from tests.fakegithub import (
+from gitledger.github.transport import NoCacheToken
+from testing.fakegithub import (
     FakeGitHub,
     drop_after_effect,
     drop_before_effect,
@@ -33,8 +34,8 @@ from tests.fakegithub import (
     secondary_rate_limit,
     status,
 )
+from testing.repos import ROOT, git
 from tests.github_support import REPO, TOKEN, client, clone, context, open_pr, push_branch
-from tests.helpers import ROOT, git
 
 PULLS = r"^/repos/acme/widgets/pulls$"
 
@@ -129,9 +130,9 @@ def test_bad_repository_argument() -> None:
 
 def test_pygithub_stays_unimported_by_the_cli_and_core() -> None:
     code = (
-        "import sys, gitledger.cli, gitledger.workspace, gitledger.checks.specs, gitledger.protocol\n"
+        "import sys, gitledger.cli, gitledger.session, gitledger.session, gitledger.core.protocol\n"
         "assert 'github' not in sys.modules, 'PyGithub imported eagerly'\n"
-        "assert 'gitledger.github' not in sys.modules\n"
+        "assert 'gitledger.github.client' not in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -141,7 +142,7 @@ def test_pygithub_stays_unimported_by_the_cli_and_core() -> None:
 
 
 def test_absent_pr_costs_three_calls_and_every_call_is_counted(github: FakeGitHub, ctx: Any) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     assert PullRequestCheck(ctx).find(key()) is None
     assert ctx.calls.total == len(github.requests) == 3
@@ -151,7 +152,7 @@ def test_absent_pr_costs_three_calls_and_every_call_is_counted(github: FakeGitHu
 
 
 def test_pr_on_the_convention_branch_is_found_in_one_call(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     pr = open_pr(github, work, key().branch)
     github.reset_requests()
@@ -161,7 +162,7 @@ def test_pr_on_the_convention_branch_is_found_in_one_call(github: FakeGitHub, ct
 
 @pytest.mark.parametrize("how", ["closed", "merged"])
 def test_closed_or_merged_pr_counts_as_existing(github: FakeGitHub, ctx: Any, work: Path, how: str) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     pr = open_pr(github, work, key().branch)
     if how == "merged":
@@ -172,7 +173,7 @@ def test_closed_or_merged_pr_counts_as_existing(github: FakeGitHub, ctx: Any, wo
 
 
 def test_pr_of_another_key_does_not_count(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     other = key("other")
     open_pr(github, work, other.branch, body=f"text\n{other.marker}", labels=(other.label,))
@@ -181,7 +182,7 @@ def test_pr_of_another_key_does_not_count(github: FakeGitHub, ctx: Any, work: Pa
 
 
 def test_marker_in_a_body_on_page_three_is_found(github: FakeGitHub, ctx: Any) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     [number] = github.seed_prs(1, branch_prefix="by-hand/", body=f"by hand\n\n{key().marker}")
     github.seed_prs(250)  # newer PRs: the marked one is the oldest, on page 3 when newest come first
@@ -197,7 +198,7 @@ def test_marker_in_a_body_on_page_three_is_found(github: FakeGitHub, ctx: Any) -
 
 
 def test_label_on_page_three_of_the_issues_list(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     pr = open_pr(github, work, "labelled-by-hand", labels=(key().label,))
     api = client(github).get_repo(REPO)
@@ -211,7 +212,7 @@ def test_label_on_page_three_of_the_issues_list(github: FakeGitHub, ctx: Any, wo
 
 
 def test_unreachable_github_is_a_check_error_not_absent(github: FakeGitHub) -> None:
-    from gitledger.checks.github import PullRequestCheck
+    from gitledger.github.checks import PullRequestCheck
 
     with context(github, repo="acme/missing") as missing, pytest.raises(CheckError, match="404"):
         PullRequestCheck(missing).find(key())
@@ -224,7 +225,7 @@ def test_unreachable_github_is_a_check_error_not_absent(github: FakeGitHub) -> N
 
 
 def test_branch_check(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.checks.github import BranchCheck
+    from gitledger.github.checks import BranchCheck
 
     assert BranchCheck(ctx).find(key()) is None
     assert len(github.requests) == 1  # GitHub's "Branch not found" is unambiguous
@@ -236,7 +237,7 @@ def test_branch_check(github: FakeGitHub, ctx: Any, work: Path) -> None:
 
 
 def test_comment_check_reads_every_page(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.checks.github import CommentCheck
+    from gitledger.github.checks import CommentCheck
 
     pr = open_pr(github, work, "commented")
     issue = client(github).get_repo(REPO).get_issue(pr.number)
@@ -319,10 +320,9 @@ def test_token_is_redacted_from_errors(github: FakeGitHub, ctx: Any) -> None:
 
 
 def test_requests_ask_caches_not_to_answer() -> None:
-    from gitledger.github import _Token
 
     headers: dict[str, Any] = {}
-    _Token("t").authentication(headers)
+    NoCacheToken("t").authentication(headers)
     assert headers == {"Authorization": "token t", "Cache-Control": "no-cache"}
 
 
@@ -332,7 +332,7 @@ def test_requests_ask_caches_not_to_answer() -> None:
 def test_open_pull_request_creates_once_then_reports_existing(
     github: FakeGitHub, ctx: Any, work: Path
 ) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     with GitRepo.discover(work) as gr:
         made = open_pull_request(ctx, key(), title="Fix", body="Body", git_repo=gr)
@@ -347,7 +347,7 @@ def test_open_pull_request_creates_once_then_reports_existing(
 def test_create_answer_lost_finds_the_pr_instead_of_opening_another(
     github: FakeGitHub, ctx: Any, work: Path
 ) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     github.inject("POST", PULLS, drop_after_effect(), times=1)
     with GitRepo.discover(work) as gr:
@@ -358,7 +358,7 @@ def test_create_answer_lost_finds_the_pr_instead_of_opening_another(
 
 
 def test_create_5xx_is_resent_once_and_only_after_a_look(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     github.inject("POST", PULLS, status(502), times=None)
     with GitRepo.discover(work) as gr, pytest.raises(WriteUnknownError, match="rerun to try again"):
@@ -371,7 +371,7 @@ def test_create_5xx_is_resent_once_and_only_after_a_look(github: FakeGitHub, ctx
 
 
 def test_create_5xx_then_success_makes_one_pr(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     github.inject("POST", PULLS, status(503), times=1)
     with GitRepo.discover(work) as gr:
@@ -381,7 +381,7 @@ def test_create_5xx_then_success_makes_one_pr(github: FakeGitHub, ctx: Any, work
 
 
 def test_422_already_exists_reports_the_existing_pr(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     # An open PR for the same head, invisible to the first look (GitHub lag, or a concurrent worker):
     pr = open_pr(github, work, key().branch)
@@ -399,7 +399,7 @@ def test_422_already_exists_reports_the_existing_pr(github: FakeGitHub, ctx: Any
 
 
 def test_post_comment_is_idempotent(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.github_actions import post_comment
+    from gitledger.github.writes import post_comment
 
     pr = open_pr(github, work, "to-comment")
     github.inject("POST", r"/issues/\d+/comments$", drop_after_effect(), times=1)
@@ -412,7 +412,7 @@ def test_post_comment_is_idempotent(github: FakeGitHub, ctx: Any, work: Path) ->
 
 
 def test_oversized_body_is_refused_before_any_call(github: FakeGitHub, ctx: Any, work: Path) -> None:
-    from gitledger.github_actions import open_pull_request
+    from gitledger.github.writes import open_pull_request
 
     with GitRepo.discover(work) as gr, pytest.raises(UsageError, match="65536"):
         open_pull_request(ctx, key(), title="Fix", body="x" * 65536, git_repo=gr)
@@ -420,8 +420,8 @@ def test_oversized_body_is_refused_before_any_call(github: FakeGitHub, ctx: Any,
 
 
 def test_step_from_env_round_trips_with_custom_prefixes() -> None:
-    from gitledger.checks.local import step_env
-    from gitledger.github_actions import step_from_env
+    from gitledger.github.writes import step_from_env
+    from gitledger.local.command import step_env
 
     names = Names(branch_prefix="bots/", label_prefix="gl/")
     step = StepKey.derive("T-9", "open-pr", Content.text("c"), names)

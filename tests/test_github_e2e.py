@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, drop_after_effect, rate_limit, status
+from testing.fakegithub import FakeGitHub, drop_after_effect, rate_limit, status
+from testing.repos import git, run_gitledger
 from tests.github_support import REPO, TOKEN, clone, fast_env, open_pr
-from tests.helpers import git, run_gitledger
 
 PULLS = r"^/repos/acme/widgets/pulls$"
 GITLEDGER = [sys.executable, "-m", "gitledger"]

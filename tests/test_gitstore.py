@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.errors import UsageError
-from gitledger.git import GitRepo
-from gitledger.gitstore import INTENTS_REF, NOTES_REF, GitStore
-from gitledger.keys import StepKey
-from gitledger.store import Intent
-from tests.helpers import git, init_repo, run_gitledger, run_json
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import StepKey
+from gitledger.core.store import Intent
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
+from testing.repos import git, init_repo, run_gitledger, run_json
 
 STEP = StepKey.derive("T-1", "push")
 
@@ -145,7 +145,7 @@ def test_no_cat_file_processes_leak(repo: Path):
 
 def test_ref_updates_are_compare_and_swap_through_one_process(repo: Path):
     """A refused transaction returns False and moves nothing; the next one works; real errors raise."""
-    from gitledger.errors import GitError
+    from gitledger.core.errors import GitError
 
     head = git("rev-parse", "HEAD", cwd=repo)
     tree = git("rev-parse", "HEAD^{tree}", cwd=repo)
@@ -172,7 +172,7 @@ def test_notes_at_any_fanout_are_read(repo: Path):
         store = GitStore(r)
         intent = Intent.of(StepKey.derive("T-flat", "push"))
         oid = store.intent_oid(intent)
-        from gitledger.gitstore import intent_bytes
+        from gitledger.git.store import intent_bytes
 
         assert git("hash-object", "-w", "--stdin", cwd=repo, input=intent_bytes(intent).decode()) == oid
         line = json.dumps({"key": intent.key, "outcome": "created", "state": "done"})
@@ -191,7 +191,7 @@ def test_trees_are_formatted_as_git_formats_them(repo: Path):
     """format_tree orders entries exactly as git does (a tree 'x' sorts as 'x/'), checked by git mktree."""
     import random
 
-    from gitledger.git import format_tree
+    from gitledger.git.repo import format_tree
 
     rng = random.Random(5)
     blob = git("hash-object", "-w", "--stdin", cwd=repo, input="x")

@@ -14,22 +14,22 @@ from pathlib import Path
 
 import pytest
 
-from gitledger import hooks
-from gitledger.errors import CheckError, GitledgerError
-from gitledger.hooks import (
+from gitledger.core.errors import CheckError, GitledgerError
+from gitledger.core.keys import KEY_RE, TRAILER_TOKEN, StepKey, branch_for
+from gitledger.features.hooks import install as hooks
+from gitledger.features.hooks import prepush
+from gitledger.features.hooks.install import (
     CHAINED_SUFFIX,
     HOOK_NAMES,
     HOOK_VERSION,
-    Push,
-    check_push,
     hook_version,
     hooks_dir,
     install,
-    no_git_env,
     uninstall,
 )
-from gitledger.keys import KEY_RE, TRAILER_TOKEN, StepKey, branch_for
-from tests.helpers import ROOT, git, init_repo, run_gitledger
+from gitledger.features.hooks.prepush import Push, check_push
+from gitledger.git.hooks import no_git_env
+from testing.repos import ROOT, git, init_repo, run_gitledger
 
 ZERO = "0" * 40
 KEY = StepKey.derive("T-1", "open-pr").key
@@ -558,7 +558,7 @@ def test_check_push_command_reports_finder_results(
         raise CheckError("the forge is unreachable")
 
     for finder, expected in ((found, "pulls/7"), (cannot_tell, "the forge is unreachable")):
-        monkeypatch.setattr(hooks, "existence_finders", lambda *args, f=finder: [f])
+        monkeypatch.setattr(prepush, "existence_finders", lambda *args, f=finder: [f])
         monkeypatch.setattr(sys, "stdin", io.StringIO(f"{sha} refs/heads/new {KEY}\n"))
         assert main(argv) == 1
         err = capsys.readouterr().err

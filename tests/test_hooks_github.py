@@ -6,11 +6,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from gitledger.hooks import install
-from gitledger.keys import StepKey
-from tests.fakegithub import FakeGitHub
+from gitledger.core.keys import StepKey
+from gitledger.features.hooks.install import install
+from testing.fakegithub import FakeGitHub
+from testing.repos import git
 from tests.github_support import clone, fast_env, open_pr
-from tests.helpers import git
 
 STEP = StepKey.derive("T-1", "open-pr")
 

@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from gitledger.errors import UsageError
-from gitledger.keys import KEY_RE, Content, StepKey, parse_key
-from tests.helpers import run_gitledger
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import KEY_RE, Content, StepKey, parse_key
+from testing.repos import run_gitledger
 
 
 def test_same_inputs_same_key_across_processes(tmp_path):

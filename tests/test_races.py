@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import gitledger_argv, run_json
+from testing.repos import gitledger_argv, run_json
 
 WORKERS = 8
 
@@ -58,11 +58,11 @@ def test_same_step_in_parallel_acts_once(repo: Path, tmp_path: Path, check: str)
 DRIVER = textwrap.dedent(
     """
     import os, sys, time
-    from gitledger.git import GitRepo
-    from gitledger.gitstore import GitStore
-    from gitledger.checks import LedgerCheck
-    from gitledger.keys import StepKey
-    from gitledger.protocol import ActionResult, StepRunner
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import ActionResult, StepRunner
     while not os.path.exists(os.environ["GO_FILE"]):
         time.sleep(0.005)
     worker = sys.argv[1]

@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 
-from gitledger.checks import LedgerCheck
-from gitledger.git import GitRepo
-from gitledger.gitstore import INTENTS_REF, NOTES_REF, GitStore
-from gitledger.keys import Content, StepKey
-from gitledger.ledger import DONE, INFO
-from gitledger.protocol import ActionResult, StepRunner
-from gitledger.store import ANY_VERSION, Intent
-from gitledger.sync import LedgerSync, TreeMerger, tracking_ref, union_lines
-from tests.helpers import ROOT, git, gitledger_argv, init_repo, run_gitledger, run_json
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.events import DONE, INFO
+from gitledger.core.keys import Content, StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+from gitledger.core.store import ANY_VERSION, Intent
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
+from gitledger.git.sync import LedgerSync, TreeMerger, tracking_ref, union_lines
+from testing.repos import ROOT, git, gitledger_argv, init_repo, run_gitledger, run_json
 
 # -- helpers ---------------------------------------------------------------------------------------
 
@@ -195,12 +195,12 @@ def test_two_created_outcomes_from_two_clones_show_as_duplicate(tmp_path: Path) 
 WORKER = textwrap.dedent(
     """
     import subprocess, sys
-    from gitledger.checks import LedgerCheck
-    from gitledger.git import GitRepo
-    from gitledger.gitstore import GitStore
-    from gitledger.keys import Content, StepKey
-    from gitledger.ledger import INFO
-    from gitledger.protocol import ActionResult, StepRunner
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
+    from gitledger.core.keys import Content, StepKey
+    from gitledger.core.events import INFO
+    from gitledger.core.protocol import ActionResult, StepRunner
 
     clone, name, rounds, per_round = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     shared = StepKey.derive("shared", "key", Content.empty())

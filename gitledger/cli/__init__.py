@@ -6,16 +6,43 @@ imported inside the commands that need them so that ``run-step`` on a done key s
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-from gitledger.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, GitledgerError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the exit code. Errors become one line on stderr."""
+    """Run the CLI; return the exit code. Errors become one line on stderr, bugs included."""
     args = list(sys.argv[1:] if argv is None else argv)
-    from gitledger.fastpath import try_skip
+    if args and args[0] == "mcp-proxy":  # long-lived and lean: no typer on its path
+        from gitledger.cli.mcp_proxy import main as mcp_proxy
+
+        return mcp_proxy(args[1:])
+    if args and args[0] == "agent-hook":  # typer-free, and it never raises (fails closed)
+        from gitledger.cli.agent_hook import run
+
+        return run(args[1:])
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("gitledger: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("GITLEDGER_DEBUG"):
+            raise
+        print(
+            f"gitledger: internal error (a bug in gitledger): {type(exc).__name__}: {exc}; nothing more "
+            "was done. Rerun with GITLEDGER_DEBUG=1 to see where, and please report it",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
+
+
+def _dispatch(args: list[str]) -> int:
+    """The fast skip when it can answer, else the typer application."""
+    from gitledger.cli.fastskip import try_skip
 
     skipped = try_skip(args)
     if skipped is not None:
@@ -23,22 +50,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import typer.main
 
-    from gitledger.cli import app as _app_module
-    from gitledger.cli import commands as _commands  # noqa: F401  (registers every command)
+    # importing the command modules registers their commands on the app
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
+    from gitledger.cli.app import Invocation, app
 
-    app = _app_module.app
-    _app_module.RAW_ARGS[:] = args
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="gitledger", standalone_mode=False)
+        result = command.main(
+            args=args, prog_name="gitledger", standalone_mode=False, obj=Invocation(tuple(args))
+        )
     except GitledgerError as exc:
-        from gitledger.ledger import printable
+        from gitledger.cli.render import printable
 
         print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("gitledger: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
         # click's usage errors (vendored by typer) carry format_message() and exit_code.
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):

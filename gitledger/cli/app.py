@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import typer
 
 app = typer.Typer(
@@ -20,7 +22,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from gitledger import __version__
+        from gitledger._version import __version__
 
         typer.echo(f"gitledger {__version__}")
         raise typer.Exit(0)
@@ -35,7 +37,11 @@ def _root(
     """Crash-safe idempotency for agents: run each side effect once per intent."""
 
 
-RAW_ARGS: list[str] = []  # the arguments main() was called with (to see whether '--' was given)
+@dataclass(frozen=True)
+class Invocation:
+    """What main() was called with, for commands that must see it (``run-step`` looks for '--')."""
+
+    raw_args: tuple[str, ...]
 
 
 def emit_json(data: object) -> None:
@@ -56,3 +62,14 @@ REPO = typer.Option(
     show_default=False,
 )
 JSON_OUT = typer.Option(False, "--json", help="Print JSON for programs instead of a table.")
+
+# options shared by several commands
+TASK = typer.Option(..., "--task", "-t", help="Task id, stable across restarts (e.g. an issue id).")
+STEP = typer.Option(..., "--step", "-s", help="Step name within the task (e.g. open-pr).")
+CONTENT = typer.Option(None, "--content", help="Text the step is about; hashed into the key.")
+CONTENT_FILE = typer.Option(
+    None, "--content-file", help="File whose bytes are hashed into the key.", dir_okay=False
+)
+ARG = typer.Option(
+    None, "--arg", help="NAME=VALUE hashed as canonical JSON (order does not matter); repeatable."
+)

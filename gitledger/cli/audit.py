@@ -1,4 +1,4 @@
-"""``gitledger audit``: duplicate pull requests, stuck steps and forged refs (logic in gitledger.audit)."""
+"""``gitledger audit``: duplicate pull requests, stuck steps and forged refs (gitledger.features.audit)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import typer
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
 
 if TYPE_CHECKING:
-    from gitledger.audit import AuditReport
+    from gitledger.features.audit.run import AuditReport
 
 
 @app.command("audit")
@@ -53,7 +53,8 @@ def audit_command(
 
     Exit codes: 0, or 1 with --fail-on-duplicates when duplicates exist or when closing one failed.
     """
-    from gitledger.audit import AuditOptions, run_audit, write_step_summary
+    from gitledger.features.audit.run import AuditOptions, run_audit
+    from gitledger.features.audit.summary import write_step_summary
 
     report = run_audit(
         AuditOptions(
@@ -78,7 +79,7 @@ def audit_command(
 
 
 def _print(report: AuditReport) -> None:
-    from gitledger.cli.inspect import table
+    from gitledger.cli.render import table
 
     dups = report.duplicates
     typer.echo(

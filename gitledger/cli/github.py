@@ -1,6 +1,6 @@
 """``gitledger github open-pr`` and ``gitledger github comment``: idempotent GitHub writes.
 
-Thin: parse, find the step, call :mod:`gitledger.github_actions`, print. PyGithub is imported only when
+Thin: parse, find the step, call :mod:`gitledger.github.writes`, print. PyGithub is imported only when
 one of these commands runs.
 """
 
@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE
-from gitledger.errors import UsageError
+from gitledger.cli.app import ARG, CONTENT, CONTENT_FILE, JSON_OUT, REPO, app, emit_json, say
+from gitledger.core.errors import UsageError
 
 if TYPE_CHECKING:
-    from gitledger.github_actions import Outcome
-    from gitledger.keys import StepKey
-    from gitledger.workspace import Workspace
+    from gitledger.core.keys import StepKey
+    from gitledger.github.writes import Outcome
+    from gitledger.session import Session
 
 github_app = typer.Typer(
     name="github",
@@ -49,7 +48,7 @@ BODY_FILE = typer.Option(None, "--body-file", help="Read the body from this file
 
 
 def _step(
-    ws: Workspace,
+    ws: Session,
     task: str | None,
     step: str | None,
     content: str | None,
@@ -57,9 +56,9 @@ def _step(
     arg: list[str] | None,
 ) -> StepKey:
     """The step from --task/--step (and content options), else from run-step's GITLEDGER_* variables."""
-    from gitledger.github_actions import step_from_env
-    from gitledger.keys import StepKey
-    from gitledger.plan import content_from_options
+    from gitledger.cli.parse import content_from_options
+    from gitledger.core.keys import StepKey
+    from gitledger.github.writes import step_from_env
 
     if task or step:
         if not (task and step):
@@ -135,11 +134,11 @@ def open_pr_command(
 
     Example: gitledger run-step -t T-42 -s open-pr -c github-pr -- gitledger github open-pr --title "Fix"
     """
-    from gitledger.github_actions import open_pull_request
-    from gitledger.workspace import open_workspace
+    from gitledger.github.writes import open_pull_request
+    from gitledger.session import open_session
 
     text = _body(body, body_file)
-    with open_workspace(repo, github_repo) as ws:
+    with open_session(repo, github_repo) as ws:
         step_key = _step(ws, task, step, content, content_file, arg)
         ctx = ws.github()
         try:
@@ -175,13 +174,13 @@ def comment_command(
 
     Example: gitledger run-step -t T-42 -s notify -c github-comment:7 -- gitledger github comment 7 -b "Done"
     """
-    from gitledger.github_actions import post_comment
-    from gitledger.workspace import open_workspace
+    from gitledger.github.writes import post_comment
+    from gitledger.session import open_session
 
     text = _body(body, body_file)
     if not text.strip():
         raise UsageError("the comment needs a body: pass --body or --body-file")
-    with open_workspace(repo, github_repo) as ws:
+    with open_session(repo, github_repo) as ws:
         step_key = _step(ws, task, step, content, content_file, arg)
         ctx = ws.github()
         try:

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from gitledger.cli.app import app
-from gitledger.errors import CheckError, GitledgerError
+from gitledger.core.errors import CheckError, GitledgerError
 
 hooks_app = typer.Typer(
     name="hooks",
@@ -51,7 +51,7 @@ def install_command(
     or push. Running install again changes nothing. The hooks run this Python to start gitledger, and
     'gitledger' from PATH when it is gone.
     """
-    from gitledger.hooks import install
+    from gitledger.features.hooks.install import install
 
     for change in install(repo, force=force):
         typer.echo(change.describe())
@@ -63,7 +63,7 @@ def uninstall_command(repo: Path = REPO) -> None:
 
     Hooks that gitledger did not write are left alone.
     """
-    from gitledger.hooks import uninstall
+    from gitledger.features.hooks.install import uninstall
 
     for change in uninstall(repo):
         typer.echo(change.describe())
@@ -84,7 +84,12 @@ def check_push_command(
     and key found in its new commits. Exits 1, naming the existing branch, when the remote already has
     the key's convention branch under another name.
     """
-    from gitledger.hooks import OVERRIDE_HINT, check_push, existence_finders, parse_push_lines
+    from gitledger.features.hooks.prepush import (
+        OVERRIDE_HINT,
+        check_push,
+        existence_finders,
+        parse_push_lines,
+    )
 
     pushes = parse_push_lines(sys.stdin.read())
     if pushes:
@@ -113,12 +118,19 @@ def check_push_command(
 def run_ledger_sync(remote: str) -> int:
     """The one place the pre-push hook runs ``gitledger sync REMOTE`` (``gitledger.pushLedger=true``).
 
-    Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed.
+    Returns sync's exit code. Sync runs in this process with the hook's GIT_* variables removed (the git
+    processes it starts inherit the environment).
     """
-    from gitledger.cli import main
-    from gitledger.hooks import no_git_env
+    from gitledger.cli.render import printable
+    from gitledger.cli.sync import sync_command
+    from gitledger.git.hooks import no_git_env
 
     clean = no_git_env()
     os.environ.clear()
     os.environ.update(clean)
-    return main(["sync", remote])
+    try:
+        sync_command(remote, json_out=False, repo=None)
+    except GitledgerError as exc:
+        print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
+        return exc.exit_code
+    return 0

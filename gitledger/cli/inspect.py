@@ -8,29 +8,18 @@ from typing import Any, TextIO, cast
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.errors import UsageError
-
-
-def table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    """A plain aligned table on stdout."""
-    if not rows:
-        return
-    from gitledger.ledger import printable
-
-    cells = [[("" if row.get(c) is None else printable(str(row.get(c)))) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    typer.echo("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
-    for r in cells:
-        typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+from gitledger.cli.render import printable, table
+from gitledger.core.errors import UsageError
 
 
 @app.command("list")
 def list_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
     """List every ledger entry: key, task, step, state, outcome, ref, last update, duplicates."""
-    from gitledger.workspace import open_workspace
+    from gitledger.features.inspect import list_entries
+    from gitledger.session import open_session
 
-    with open_workspace(repo) as ws:
-        rows = [entry.summary() for entry in ws.store.entries()]
+    with open_session(repo) as session:
+        rows = list_entries(session)
     if json_out:
         emit_json(rows)
         return
@@ -41,15 +30,6 @@ def list_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
         if row["duplicate"]:
             row["state"] = f"{row['state']} (DUPLICATE)"
     table(rows, ["key", "state", "outcome", "ref", "updated_at"])
-
-
-def _load(ws: Any, key: str) -> Any:
-    from gitledger.keys import parse_key
-
-    entry = ws.store.load(parse_key(key))
-    if not entry.exists:
-        raise UsageError(f"no ledger entry for {key}; see 'gitledger list'")
-    return entry
 
 
 def _event_row(event: dict[str, Any]) -> dict[str, Any]:
@@ -74,10 +54,11 @@ def _clean(event: dict[str, Any]) -> dict[str, Any]:
 @app.command("show")
 def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
     """Show one entry: its state and every event recorded for it."""
-    from gitledger.workspace import open_workspace
+    from gitledger.features.inspect import load_entry
+    from gitledger.session import open_session
 
-    with open_workspace(repo) as ws:
-        entry = _load(ws, key)
+    with open_session(repo) as session:
+        entry = load_entry(session, key)
     summary = entry.summary()
     summary["intent_object"] = entry.location
     summary["corrupt_lines"] = [{"line": b.number, "error": b.error, "text": b.text} for b in entry.bad_lines]
@@ -85,8 +66,6 @@ def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) 
         summary["events"] = [_clean(e) for e in entry.events]
         emit_json(summary)
         return
-    from gitledger.ledger import printable
-
     for name in ("key", "task", "step", "state", "outcome", "ref", "updated_at", "intent_object"):
         typer.echo(f"{name:<14} {printable(str(summary[name])) if summary[name] is not None else ''}")
     if summary["duplicate"]:
@@ -105,14 +84,13 @@ def log_command(
     repo: Path | None = REPO,
 ) -> None:
     """The ledger's history: who did what, when, on which host (all keys, or one)."""
-    from gitledger.workspace import open_workspace
+    from gitledger.features.inspect import log_events
+    from gitledger.session import open_session
 
     if limit <= 0:
         raise UsageError("--limit must be a positive number")
-    with open_workspace(repo) as ws:
-        entries = [_load(ws, key)] if key else list(ws.store.entries())
-    events = sorted((e for entry in entries for e in entry.events), key=lambda e: str(e.get("at")))
-    events = events[-limit:]
+    with open_session(repo) as session:
+        events = log_events(session, key, limit)
     if json_out:
         emit_json([_clean(e) for e in events])
         return
@@ -132,29 +110,15 @@ def resolve_command(
     repo: Path | None = REPO,
 ) -> None:
     """Settle an entry by hand: mark it done, or forget it so the step runs again. Nothing is deleted."""
-    from gitledger.keys import Names, StepKey
-    from gitledger.ledger import DONE, FORGOTTEN
-    from gitledger.protocol import StepRunner
-    from gitledger.store import ANY_VERSION
-    from gitledger.workspace import open_workspace
+    from gitledger.features.inspect import resolve
+    from gitledger.session import open_session
 
     if done == forget:
         raise UsageError("give exactly one of --done and --forget")
     if ref is not None and not done:
         raise UsageError("--ref goes with --done")
-    with open_workspace(repo) as ws:
-        _load(ws, key)
-        intent = ws.store.intent(key)
-        if intent is None:
-            raise UsageError(f"no intent recorded for {key}; the ledger's intents ref is damaged")
-        step = StepKey(intent.task, intent.step, intent.digest, Names())
-        runner = StepRunner(ws.store)
-        if done:
-            event = runner.event(step, DONE, outcome="resolved", ref=ref, by="resolve")
-        else:
-            event = runner.event(step, FORGOTTEN, by="resolve")
-        ws.store.append(intent, event, ANY_VERSION)
-        state = ws.store.load(intent).summary()
+    with open_session(repo) as session:
+        state = resolve(session, key, done=done, ref=ref, forget=forget)
     if json_out:
         emit_json(state)
     else:
@@ -168,36 +132,16 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
     Found → done (already_existed); absent → failed (retryable); ledger-only → reported unconfirmed.
     Check commands (cmd:) are taken from .gitledger.yml only, never from the ledger itself.
     """
-    from gitledger.checks.specs import validate_spec
-    from gitledger.keys import StepKey
-    from gitledger.ledger import ATTEMPTING
-    from gitledger.protocol import StepRunner, reconcile_entry
-    from gitledger.workspace import open_workspace
+    from gitledger.features.inspect import pending, reconcile
+    from gitledger.session import open_session
 
-    results: list[dict[str, Any]] = []
-    with open_workspace(repo) as ws:
-        runner = StepRunner(ws.store)
-        pending = [e for e in ws.store.entries() if e.folded.state == ATTEMPTING]
-        quiet = json_out or len(pending) <= 20
+    with open_session(repo) as session:
+        entries = pending(session)
+        quiet = json_out or len(entries) <= 20
         with typer.progressbar(
-            pending, label="reconciling", file=cast(TextIO, _Null()) if quiet else None
+            entries, label="reconciling", file=cast(TextIO, _Null()) if quiet else None
         ) as bar:
-            for entry in bar:
-                intent = ws.store.intent(entry.key)
-                if intent is None:
-                    continue
-                step = StepKey(intent.task, intent.step, intent.digest, ws.config.names)
-                claim = entry.folded.claim or {}
-                # The claim's checks come from the ledger, which anyone with push access can write:
-                # never a command from there, and nothing that is not a valid spec.
-                specs = [
-                    s
-                    for s in claim.get("checks") or []
-                    if isinstance(s, str) and not s.startswith("cmd:") and validate_spec(s) is None
-                ]
-                specs += [s for s in ws.config.step(intent.step).checks or () if s.startswith("cmd:")]
-                outcome, ref = reconcile_entry(runner, step, entry, ws.checks(specs))
-                results.append({"key": entry.key, "result": outcome, "ref": ref})
+            results = reconcile(session, bar)
     if json_out:
         emit_json(results)
     elif results:

@@ -7,18 +7,8 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import JSON_OUT, app
-from gitledger.plan import content_from_options
-
-TASK = typer.Option(..., "--task", "-t", help="Task id, stable across restarts (e.g. an issue id).")
-STEP = typer.Option(..., "--step", "-s", help="Step name within the task (e.g. open-pr).")
-CONTENT = typer.Option(None, "--content", help="Text the step is about; hashed into the key.")
-CONTENT_FILE = typer.Option(
-    None, "--content-file", help="File whose bytes are hashed into the key.", dir_okay=False
-)
-ARG = typer.Option(
-    None, "--arg", help="NAME=VALUE hashed as canonical JSON (order does not matter); repeatable."
-)
+from gitledger.cli.app import ARG, CONTENT, CONTENT_FILE, JSON_OUT, STEP, TASK, app
+from gitledger.cli.parse import content_from_options
 
 
 @app.command("key")
@@ -31,7 +21,7 @@ def key_command(
     json_out: bool = JSON_OUT,
 ) -> None:
     """Print the stable key of a step and the names derived from it (branch, label, trailer, marker)."""
-    from gitledger.keys import StepKey
+    from gitledger.core.keys import StepKey
 
     step_key = StepKey.derive(task, step, content_from_options(content, content_file, arg))
     data = step_key.as_dict()

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import JSON_OUT, RAW_ARGS, REPO, app, say
-from gitledger.cli.keys import ARG, CONTENT, CONTENT_FILE, STEP, TASK
-from gitledger.errors import UsageError
+from gitledger.cli.app import ARG, CONTENT, CONTENT_FILE, JSON_OUT, REPO, STEP, TASK, Invocation, app, say
+from gitledger.core.errors import UsageError
 
 CHECK = typer.Option(
     None,
@@ -58,6 +57,7 @@ GITHUB_REPO = typer.Option(
     context_settings={"allow_interspersed_args": False},
 )
 def run_step_command(
+    ctx: typer.Context,
     command: list[str] = typer.Argument(None, help="The command to guard, after '--'.", show_default=False),
     task: str = TASK,
     step: str = STEP,
@@ -82,40 +82,30 @@ def run_step_command(
 
     Example: gitledger run-step -t T-42 -s push -c branch:origin -- git push origin HEAD:$BRANCH
     """
-    if "--" not in RAW_ARGS:
+    invocation = ctx.find_object(Invocation)
+    if invocation is None or "--" not in invocation.raw_args:
         raise UsageError(
             "put the command after '--': gitledger run-step --task T --step S [options] -- COMMAND [ARG...]"
         )
     if not command:
         raise UsageError("no command after '--'; write: gitledger run-step --task T --step S -- COMMAND")
-    from gitledger.command import check_command, run_command
-    from gitledger.plan import content_from_options, plan_step, report_step
-    from gitledger.protocol import StepRunner
-    from gitledger.workspace import open_workspace
+    from gitledger.cli.parse import content_from_options
+    from gitledger.cli.render import report_step
+    from gitledger.features.steps import StepRequest, run_step
+    from gitledger.session import open_session
 
-    step_content = content_from_options(content, content_file, arg)
-    with open_workspace(repo, github_repo) as ws:
-        check_command(command, ws.cwd)
-        plan = plan_step(ws, task, step, step_content, check, on_unconfirmed, lease)
-        arbiter = None
-        if remote or ws.config.claims == "remote":
-            from gitledger.sync import RemoteArbiter, default_remote
-
-            name = default_remote(ws.repo, remote or ws.config.remote)
-            arbiter = RemoteArbiter(ws.store, name, allow_offline=allow_offline)
-        elif allow_offline:
-            raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
-        result = StepRunner(ws.store, arbiter=arbiter).run(
-            plan.key,
-            plan.checks,
-            lambda: run_command(
-                command,
-                plan.key,
-                ws.cwd,
-                stdout_to_stderr=json_out,
-                extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
-            ),
-            plan.policy,
+    request = StepRequest(
+        task, step, content_from_options(content, content_file, arg), check or (), on_unconfirmed, lease
+    )
+    with open_session(repo, github_repo) as session:
+        result = run_step(
+            session,
+            request,
+            command,
+            remote=remote,
+            allow_offline=allow_offline,
+            stdout_to_stderr=json_out,
+            github_repo=github_repo,
         )
     for warning in result.extra.get("warnings", ()):
         say(f"warning: {warning}")

@@ -22,12 +22,12 @@ def sync_command(
     The push carries a lease on the remote's old values; when someone else pushed first, sync fetches,
     merges and tries again. Running it twice changes nothing the second time.
     """
-    from gitledger.sync import REF_KINDS, LedgerSync, default_remote
-    from gitledger.workspace import open_workspace
+    from gitledger.features.sync import sync
+    from gitledger.git.sync import REF_KINDS
+    from gitledger.session import open_session
 
-    with open_workspace(repo) as ws:
-        name = default_remote(ws.repo, remote or ws.config.remote)
-        report = LedgerSync(ws.store, name).sync()
+    with open_session(repo) as session:
+        name, report = sync(session, remote)
     if json_out:
         emit_json(report.to_json())
         return
@@ -57,12 +57,11 @@ def init_command(
     gitledger.remote and gitledger.pushLedger=true. It adds no push refspecs: those would replace
     git's default push behaviour. Running it twice adds nothing twice; --undo reverts it.
     """
-    from gitledger.sync import default_remote, init_remote
-    from gitledger.workspace import open_workspace
+    from gitledger.features.sync import init
+    from gitledger.session import open_session
 
-    with open_workspace(repo) as ws:
-        name = default_remote(ws.repo, remote or ws.config.remote)
-        changes = init_remote(ws.repo, name, undo=undo, dry_run=dry_run)
+    with open_session(repo) as session:
+        name, changes = init(session, remote, undo=undo, dry_run=dry_run)
     prefix = "would have " if dry_run else ""
     for change in changes:
         say(prefix + change)

@@ -133,7 +133,7 @@ class Reality:
 
     repo: Path
     fx: Path
-    github: Any = None  # tests.fakegithub.FakeGitHub
+    github: Any = None  # testing.fakegithub.FakeGitHub
 
     def count(self, kind: str, key: str, branch: str) -> int:
         return self.counts(kind, [(key, branch)])[key]

@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from gitledger.git import GitRepo
-from gitledger.gitstore import GitStore
-from gitledger.keys import StepKey
-from gitledger.store import ANY_VERSION, Intent
+from gitledger.core.keys import StepKey
+from gitledger.core.store import ANY_VERSION, Intent
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import GitStore
 
 PAST = "2001-01-01T00:00:00.000Z"
 FAR_FUTURE = "2999-01-01T00:00:00.000Z"

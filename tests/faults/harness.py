@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,12 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gitledger.keys import StepKey
+from gitledger.core.keys import StepKey
+from testing.repos import git, gitledger_argv, init_repo
 from tests.faults.effects import KINDS, STEP_CONFIG, WAIT_FOR_GO, Kind, Reality, fx_dirs
-from tests.helpers import git, gitledger_argv, init_repo
 
 TASK = "T-7"
-GITHUB_READY = importlib.util.find_spec("gitledger.github") is not None
 
 
 def config_text(github_repo: str | None = None) -> str:
@@ -126,4 +124,4 @@ class Workbench:
         return self.reality.count(kind, step.key, step.branch)
 
 
-__all__ = ["GITHUB_READY", "KINDS", "TASK", "Run", "Workbench"]
+__all__ = ["KINDS", "TASK", "Run", "Workbench"]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.errors import UsageError
-from gitledger.keys import Content, StepKey
-from tests.helpers import gitledger_argv
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import Content, StepKey
+from testing.repos import gitledger_argv
 
 NOT_UTF8 = os.fsdecode(b"issue-\xff\xfe")  # what Python makes of argv bytes that are not UTF-8
 
@@ -67,7 +67,7 @@ def test_a_branch_prefix_that_makes_invalid_branch_names_is_refused(repo: Path, 
 
 @pytest.mark.parametrize("prefix", ["gitledger/", "agent/", "a.b/", "x-", "bots/v1.2/", ""])
 def test_good_branch_prefixes_still_pass_git(repo: Path, prefix: str) -> None:
-    from gitledger.keys import Names
+    from gitledger.core.keys import Names
 
     branch = StepKey.derive("t", "s", names=Names(branch_prefix=prefix)).branch
     proc = subprocess.run(["git", "check-ref-format", "--branch", branch], capture_output=True, check=False)
@@ -78,8 +78,8 @@ def test_a_remote_that_looks_like_an_option_cannot_run_a_program(repo: Path, tmp
     """'branch:--upload-pack' used to reach 'git ls-remote' as an option: git then ran the path that
     followed (the key's branch ref) as a program, found relative to the work tree. A claim forged in
     the ledger carried the spec into 'gitledger reconcile' too."""
+    from testing.repos import git, init_repo
     from tests.faults.forge import PAST, forge
-    from tests.helpers import git, init_repo
 
     init_repo(tmp_path / "origin.git", bare=True)
     git("remote", "add", "origin", str(tmp_path / "origin.git"), cwd=repo)
@@ -121,7 +121,7 @@ def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty
 ) -> None:
     """Before the fix 'list' showed every entry as 'none' (exit 0) and run-step failed after 100 tries
     with "other writers keep moving refs/notes/gitledger"."""
-    from tests.helpers import git, run_gitledger
+    from testing.repos import git, run_gitledger
 
     count = tmp_path / "count"
     step = ["run-step", "-t", "t", "-s", "s", "--", "sh", "-c", f'echo x >> "{count}"']
@@ -138,7 +138,7 @@ def test_a_ledger_ref_pointing_at_a_missing_object_is_reported_not_read_as_empty
 
 def replace_in_tree_ref(repo: Path, ref: str, path: str, blob: str) -> None:
     """Point ``path`` in the tree of commit ``ref`` at ``blob`` and move ``ref`` (git plumbing only)."""
-    from tests.helpers import git
+    from testing.repos import git
 
     index = repo.parent / "scratch-index"
     env = {**os.environ, "GIT_INDEX_FILE": str(index)}
@@ -156,7 +156,7 @@ def replace_in_tree_ref(repo: Path, ref: str, path: str, blob: str) -> None:
 
 def test_a_damaged_intent_record_is_one_corrupt_row_not_a_traceback(repo: Path) -> None:
     """Before the fix 'list' and 'reconcile' died with a JSONDecodeError traceback."""
-    from tests.helpers import git, run_gitledger
+    from testing.repos import git, run_gitledger
 
     for task in ("a", "b"):
         assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
@@ -187,7 +187,7 @@ def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Pa
     have acted again), and an unreadable one made 'list' and 'reconcile' fail for every key."""
     import json
 
-    from tests.helpers import git, run_gitledger
+    from testing.repos import git, run_gitledger
 
     for task in ("a", "b"):
         assert run_gitledger("run-step", "-t", task, "-s", "s", "--", "true", cwd=repo).returncode == 0
@@ -218,7 +218,7 @@ def test_an_unreadable_note_object_is_one_corrupt_entry(repo: Path, tmp_path: Pa
 @pytest.mark.parametrize("how", ["--lease=inf", "--lease=1e300", "config:.inf", "config:1.0e+300"])
 def test_an_infinite_or_huge_lease_is_a_usage_error(repo: Path, tmp_path: Path, how: str) -> None:
     """Before the fix the claim's deadline overflowed: an OverflowError traceback after the checks ran."""
-    from tests.helpers import run_gitledger
+    from testing.repos import run_gitledger
 
     options = [how] if how.startswith("--") else []
     if how.startswith("config:"):
@@ -233,8 +233,8 @@ def test_text_from_a_forged_ledger_cannot_drive_the_terminal(repo: Path) -> None
     """Before the fix list/show/log printed ledger text raw: escape sequences (clear screen, set the
     clipboard with OSC 52) and newlines written by anyone with push access reached the terminal, and
     an in_progress message with a forged host broke the one-line contract."""
+    from testing.repos import run_gitledger
     from tests.faults.forge import FAR_FUTURE, foreign_owner, forge
-    from tests.helpers import run_gitledger
 
     evil = "\x1b[2J\x1b]52;c;cHduZWQ=\x07\nfake line\x9b31m"
     step = StepKey.derive("t", "s")
@@ -261,9 +261,9 @@ def test_a_ledger_ref_created_between_two_looks_is_read_not_reported_corrupt(rep
     whose 'git cat-file' asked for the ledger ref just before another process created it, and whose
     'git rev-parse' then found it, reported the fresh ledger as damaged. The timing is reproduced by
     letting a second process create the ref after the reader's first look."""
-    from gitledger.git import GitRepo
-    from gitledger.gitstore import NOTES_REF, GitStore
-    from tests.helpers import run_gitledger
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import NOTES_REF, GitStore
+    from testing.repos import run_gitledger
 
     class LateRef(GitRepo):
         """Creates the ledger (in another process) right after the first lookup of the ref misses."""
@@ -293,10 +293,10 @@ def test_an_owner_that_finishes_between_the_read_and_the_liveness_check_is_not_u
     """Found while analysing a flaky sync test under load: a run read the entry (a claim), the owner
     then recorded done and exited, and the run, finding the owner gone, answered 'unconfirmed' (exit 3)
     from its stale read. Reproduced by letting the owner finish right after the run's read."""
-    from gitledger.checks import LedgerCheck
-    from gitledger.ledger import Entry
-    from gitledger.protocol import ActionResult, StepRunner, reconcile_entry
-    from gitledger.store import ANY_VERSION, Intent, MemoryStore
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.events import Entry
+    from gitledger.core.protocol import ActionResult, StepRunner, reconcile_entry
+    from gitledger.core.store import ANY_VERSION, Intent, MemoryStore
     from tests.faults.forge import PAST, foreign_owner
 
     step = StepKey.derive("t", "s")

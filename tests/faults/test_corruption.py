@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.keys import StepKey
+from gitledger.core.keys import StepKey
+from testing.repos import git, run_gitledger
 from tests.faults.tally import TALLY
-from tests.helpers import git, run_gitledger
 
 NOTES = "refs/notes/gitledger"
 INTENTS = "refs/gitledger/intents"

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitledger.config import parse as parse_config
-from gitledger.errors import ConfigError, UsageError
-from gitledger.keys import KEY_RE, MAX_LABEL_LEN, Content, Names, StepKey
+from gitledger.core.errors import ConfigError, UsageError
+from gitledger.core.keys import KEY_RE, MAX_LABEL_LEN, Content, Names, StepKey
+from testing.repos import git, gitledger_argv, init_repo
 from tests.faults.tally import TALLY, full_size
-from tests.helpers import git, gitledger_argv, init_repo
 
 SCALE = 10 if full_size() else 1
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from gitledger.faults import POINTS
+from gitledger.core.crashpoints import POINTS
 from tests.faults.audit import audit
 from tests.faults.effects import LOCAL_KINDS, wait_for_no_process_with
-from tests.faults.harness import GITHUB_READY, KINDS, Workbench
+from tests.faults.harness import KINDS, Workbench
 from tests.faults.tally import TALLY
 
 VARIANTS = [*POINTS, "during-effect-racy"]
@@ -41,8 +41,7 @@ EFFECTS_AFTER_CRASH: dict[str, int | None] = {
 
 
 def kinds_param() -> list[Any]:
-    marks = pytest.mark.skipif(not GITHUB_READY, reason="GitHub support (gitledger.github) not merged yet")
-    return [*LOCAL_KINDS, *(pytest.param(k, marks=marks) for k in GITHUB_KINDS)]
+    return [*LOCAL_KINDS, *GITHUB_KINDS]
 
 
 @pytest.fixture

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakegithub import FakeGitHub, drop_after_effect, status
+from testing.fakegithub import FakeGitHub, drop_after_effect, status
+from testing.repos import gitledger_argv
 from tests.faults.forge import FAR_FUTURE, PAST, forge
-from tests.faults.harness import GITHUB_READY, KINDS, Run, Workbench
+from tests.faults.harness import KINDS, Run, Workbench
 from tests.faults.tally import TALLY
-from tests.helpers import gitledger_argv
-
-needs_github = pytest.mark.skipif(not GITHUB_READY, reason="GitHub support not merged yet")
 
 
 @pytest.fixture
@@ -46,7 +44,6 @@ def all_objects(repo: Path) -> bytes:
     ).stdout
 
 
-@needs_github
 def test_tokens_never_reach_the_ledger_the_repository_or_any_output(
     tmp_path: Path, secret_github: FakeGitHub
 ) -> None:
@@ -171,7 +168,6 @@ def test_gitledger_never_passes_the_guarded_command_through_a_shell(tmp_path: Pa
     assert not sentinel.exists()
 
 
-@needs_github
 def test_audit_flags_a_forged_done_whose_pull_request_does_not_exist(
     tmp_path: Path, github: FakeGitHub
 ) -> None:

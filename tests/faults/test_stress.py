@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.faults import POINTS
-from gitledger.keys import StepKey
+from gitledger.core.crashpoints import POINTS
+from gitledger.core.keys import StepKey
 from tests.faults.audit import audit
 from tests.faults.harness import KINDS, Workbench
 from tests.faults.tally import TALLY, full_size

@@ -1,0 +1,69 @@
+"""``gitledger agent install``: put the agent guard's hooks into an agent's settings (docs/agents.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from gitledger.cli.app import app
+
+agent_app = typer.Typer(
+    name="agent",
+    help=(
+        "The agent guard: gitledger in front of an AI coding agent's own tool calls (gh pr create, "
+        "gh issue/pr comment, gh issue create, gh api POSTs, git push, GitHub MCP tools). The hooks run "
+        "'gitledger agent-hook AGENT', which refuses a call that would repeat an effect the task already "
+        "made (even reworded) and fails closed when it cannot tell. See docs/agents.md."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(agent_app)
+
+
+@agent_app.command("install")
+def install(
+    agent: str = typer.Argument(..., help="claude, codex or gemini."),
+    user: bool = typer.Option(False, "--user", help="Install into the user's settings (~/.claude/...)."),
+    project: bool = typer.Option(False, "--project", help="Install into this project's settings (default)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resulting file; change nothing."),
+    uninstall: bool = typer.Option(False, "--uninstall", help="Remove gitledger's entries, keep the rest."),
+    repo: Path = typer.Option(Path("."), "--repo", help="The project directory (for --project)."),
+) -> None:
+    """Merge the agent guard's hook entries into the agent's settings file, idempotently.
+
+    Other hooks and settings are kept. Prints the '--settings' JSON for headless runs (claude -p
+    --bare skips settings files but honours --settings).
+    """
+    from gitledger.core.errors import UsageError
+    from gitledger.features.agent.install import PATHS, apply, plan_install
+
+    if agent not in PATHS:
+        raise UsageError(f"unknown agent {agent!r}; use one of: {', '.join(PATHS)}")
+    if user and project:
+        raise UsageError("choose --user or --project, not both")
+    local, home = PATHS[agent]
+    path = Path(home).expanduser() if user else repo.resolve() / local
+    plan = plan_install(agent, path, uninstall)
+    if dry_run:
+        typer.echo(plan.after, nl=False)
+        typer.echo(
+            f"gitledger: --dry-run: {path} {'would change' if plan.changed else 'is up to date'}", err=True
+        )
+        return
+    apply(plan)
+    what = "removed from" if uninstall else "installed in"
+    state = "" if plan.changed else " (already up to date)"
+    typer.echo(f"gitledger: agent guard for {agent} {what} {path}{state}", err=True)
+    if not uninstall and agent == "claude":
+        typer.echo("For headless runs (claude -p --bare), pass the hooks explicitly:", err=True)
+        typer.echo(f"  claude -p --bare --settings '{plan.settings_flag}' ...", err=True)
+    if not uninstall and agent == "codex":
+        typer.echo(
+            "Codex runs only trusted hooks: review them once, or pass --dangerously-bypass-hook-trust "
+            "in headless runs; enable [features] codex_hooks = true on older versions.",
+            err=True,
+        )

@@ -1,0 +1,1 @@
+"""The agent guard: gitledger in front of an AI coding agent's own tool calls (docs/agents.md)."""

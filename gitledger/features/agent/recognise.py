@@ -1,0 +1,598 @@
+"""Recognise the GitHub side effect of a tool call, without running anything.
+
+Shell commands are split with :mod:`shlex` (never executed, never expanded): a command line is cut
+into simple commands at ``&&``, ``||``, ``;``, ``|`` and newlines, leading ``VAR=value`` assignments
+are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next commands run
+in. Recognised (docs/agents.md, "What is guarded"):
+
+- ``gh pr create`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``, ``--body-file/-F``,
+  ``--repo/-R``)
+- ``gh pr comment N`` / ``gh issue comment N`` (``--body/-b``, ``--body-file/-F``; ``--edit-last`` is
+  an edit, not a new comment)
+- ``gh issue create`` (``--title/-t``, ``--body/-b``, ``--body-file/-F``)
+- ``gh api`` POSTs (``-X POST``, or any ``-f``/``-F`` field) to ``repos/O/R/pulls``,
+  ``repos/O/R/issues`` and ``repos/O/R/issues/N/comments`` (``{owner}/{repo}`` placeholders too)
+- ``git push [REMOTE] [REFSPEC…]`` (no refspec: the current branch; ``--delete``, ``--tags`` and
+  ``--mirror`` are not branch creations)
+- GitHub MCP server tools (``mcp__github__…``, also ``mcp__plugin_*_github__…``):
+  ``create_pull_request``, ``add_issue_comment``, ``create_issue``, ``issue_write`` (method create),
+  ``create_branch``, ``push_files``, ``create_or_update_file``
+- the rules of ``agent.rules`` in ``.gitledger.yml``.
+
+Standard library only: the hook imports this for every call, recognised or not.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
+
+if TYPE_CHECKING:
+    from gitledger.config import AgentRule
+
+SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command", "run_shell_command"})
+_MCP_GITHUB = re.compile(r"^mcp__(?:github|plugin_[A-Za-z0-9_-]*_github)__(?P<tool>[A-Za-z0-9_]+)$")
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_API_PATH = re.compile(
+    r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
+)
+_ISSUE_URL = re.compile(r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/(?P<number>\d+)")
+
+# gh options that take a value, per subcommand (anything else is a flag)
+_GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
+    "pr create": {
+        "-H": "head",
+        "--head": "head",
+        "-B": "base",
+        "--base": "base",
+        "-t": "title",
+        "--title": "title",
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
+        "--repo": "repo",
+        "-a": "",
+        "--assignee": "",
+        "-l": "",
+        "--label": "",
+        "-m": "",
+        "--milestone": "",
+        "-p": "",
+        "--project": "",
+        "-r": "",
+        "--reviewer": "",
+        "-T": "",
+        "--template": "",
+        "--recover": "",
+    },
+    "comment": {
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
+        "--repo": "repo",
+    },
+    "issue create": {
+        "-t": "title",
+        "--title": "title",
+        "-b": "body",
+        "--body": "body",
+        "-F": "body_file",
+        "--body-file": "body_file",
+        "-R": "repo",
+        "--repo": "repo",
+        "-a": "",
+        "--assignee": "",
+        "-l": "",
+        "--label": "",
+        "-m": "",
+        "--milestone": "",
+        "-p": "",
+        "--project": "",
+        "-T": "",
+        "--template": "",
+        "--recover": "",
+    },
+}
+_GIT_PUSH_VALUE_OPTIONS = frozenset(
+    {"--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed", "--force-with-lease"}
+)
+
+
+def split_commands(command: str) -> Iterator[list[str]]:
+    """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+    lexer.whitespace = " \t\r"  # newlines separate commands
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    for token in lexer:
+        if token in _SEPARATORS or token == "\n" or set(token) <= set(";&|\n"):
+            if words:
+                yield words
+            words = []
+            continue
+        if "\n" in token and not words:
+            token = token.strip("\n")
+        words.append(token)
+    if words:
+        yield words
+
+
+def _strip_assignments(words: list[str], env: dict[str, str]) -> list[str]:
+    i = 0
+    while i < len(words) and _ASSIGNMENT.match(words[i]):
+        name, _, value = words[i].partition("=")
+        env[name] = value
+        i += 1
+    return words[i:]
+
+
+def _options(
+    words: Sequence[str], value_options: Mapping[str, str]
+) -> tuple[dict[str, str], list[str], set[str]]:
+    """(named values, positional words, flags) of ``words`` under ``value_options``."""
+    values: dict[str, str] = {}
+    positional: list[str] = []
+    flags: set[str] = set()
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            positional.extend(words[i + 1 :])
+            break
+        name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        if name in value_options:
+            if eq:
+                value = inline
+            elif len(name) == 2 and len(word) > 2:  # -Hbranch
+                value = word[2:]
+            elif i + 1 < len(words):
+                value = words[i + 1]
+                i += 1
+            else:
+                value = ""
+            if value_options[name]:
+                values[value_options[name]] = value
+        elif word.startswith("-") and len(word) > 1:
+            short = word[:2]
+            if not word.startswith("--") and short in value_options and len(word) > 2:
+                if value_options[short]:
+                    values[value_options[short]] = word[2:]
+            else:
+                flags.add(name)
+        else:
+            positional.append(word)
+        i += 1
+    return values, positional, flags
+
+
+def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | None:
+    args = words[1:]
+    # global flags before the subcommand are rare; -R may also come first
+    if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
+        values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
+        head = values.get("head") or None
+        repo = values.get("repo") or env.get("GH_REPO") or None
+        if head and ":" in head:  # OWNER:branch
+            head = head.split(":", 1)[1]
+        return Effect(
+            PR,
+            "gh pr create",
+            repo=_repo_arg(repo),
+            head=head,
+            base=values.get("base") or None,
+            title=values.get("title"),
+            body=_body(values, cwd),
+            cwd=cwd,
+        )
+    if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "comment":
+        values, positional, flags = _options(args[2:], _GH_VALUE_OPTIONS["comment"])
+        if flags & {"--edit-last", "--delete-last", "--web", "-w"}:
+            return None  # edits the last comment (or opens a browser): no new comment
+        repo = _repo_arg(values.get("repo") or env.get("GH_REPO"))
+        target, target_repo = _target(positional[0] if positional else "")
+        problems: tuple[str, ...] = (
+            () if target is not None else (f"the {args[0]} number in {' '.join(args[:3])!r}",)
+        )
+        if target is None and args[0] == "pr" and not positional:
+            problems = ("the PR of the current branch (pass the PR number)",)
+        body = _body(values, cwd)
+        if body is None:
+            problems += ("the comment body (pass --body or --body-file)",)
+        return Effect(
+            COMMENT,
+            f"gh {args[0]} comment",
+            repo=target_repo or repo,
+            target=target,
+            body=body,
+            cwd=cwd,
+            problems=problems,
+        )
+    if len(args) >= 2 and args[0] == "issue" and args[1] == "create":
+        values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["issue create"])
+        repo = _repo_arg(values.get("repo") or env.get("GH_REPO"))
+        problems = () if values.get("title") else ("the issue title (pass --title)",)
+        return Effect(
+            ISSUE,
+            "gh issue create",
+            repo=repo,
+            title=values.get("title"),
+            body=_body(values, cwd),
+            cwd=cwd,
+            problems=problems,
+        )
+    if args and args[0] == "api":
+        return _gh_api(args[1:], env, cwd)
+    return None
+
+
+def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | None:
+    method: str | None = None
+    fields: dict[str, str] = {}
+    path: str | None = None
+    has_input = False
+    i = 0
+    while i < len(args):
+        word = args[i]
+        name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        takes_value = name in (
+            "-X",
+            "--method",
+            "-f",
+            "--raw-field",
+            "-F",
+            "--field",
+            "-H",
+            "--header",
+            "--input",
+            "-q",
+            "--jq",
+            "-t",
+            "--template",
+            "--hostname",
+            "--cache",
+            "-p",
+            "--preview",
+        )
+        if takes_value:
+            if eq:
+                value = inline
+            elif len(word) > 2 and not word.startswith("--"):
+                value = word[2:]
+            else:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            if name in ("-X", "--method"):
+                method = value.upper()
+            elif name in ("-f", "--raw-field", "-F", "--field"):
+                key, _, val = value.partition("=")
+                fields[key.rstrip("[]")] = val
+            elif name == "--input":
+                has_input = True
+        elif not word.startswith("-") and path is None:
+            path = word
+        i += 1
+    if path is None:
+        return None
+    if method is None:
+        method = "POST" if fields or has_input else "GET"
+    if method != "POST":
+        return None
+    match = _API_PATH.match(path.split("?", 1)[0])
+    if match is None:
+        return None
+    owner, name = match["owner"], match["name"]
+    repo = None if "{" in owner or "{" in name else f"{owner}/{name}"
+    repo = repo or _repo_arg(env.get("GH_REPO"))
+    problems: tuple[str, ...] = ()
+    if has_input and not fields:
+        problems = ("the request fields (pass them with -f/-F instead of --input)",)
+    if match["pulls"]:
+        head = fields.get("head")
+        if head and ":" in head:
+            head = head.split(":", 1)[1]
+        return Effect(
+            PR,
+            "gh api POST .../pulls",
+            repo=repo,
+            head=head,
+            base=fields.get("base"),
+            title=fields.get("title"),
+            body=fields.get("body"),
+            cwd=cwd,
+            problems=problems or (() if head else ("the head branch (-f head=BRANCH)",)),
+        )
+    if match["number"]:
+        return Effect(
+            COMMENT,
+            "gh api POST .../comments",
+            repo=repo,
+            target=int(match["number"]),
+            body=fields.get("body"),
+            cwd=cwd,
+            problems=problems or (() if fields.get("body") else ("the comment body (-f body=...)",)),
+        )
+    return Effect(
+        ISSUE,
+        "gh api POST .../issues",
+        repo=repo,
+        title=fields.get("title"),
+        body=fields.get("body"),
+        cwd=cwd,
+        problems=problems or (() if fields.get("title") else ("the issue title (-f title=...)",)),
+    )
+
+
+def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
+    args = words[2:]
+    positional: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in ("--delete", "-d", "--tags", "--mirror", "--all", "--branches", "--prune"):
+            return []  # no single new branch
+        if word in _GIT_PUSH_VALUE_OPTIONS:
+            i += 2
+            continue
+        if word == "--":
+            positional.extend(args[i + 1 :])
+            break
+        if not word.startswith("-"):
+            positional.append(word)
+        i += 1
+    remote = positional[0] if positional else None
+    refspecs = positional[1:]
+    if not refspecs:
+        return [Effect(PUSH, "git push", branch=None, remote=remote, cwd=cwd)]
+    effects = []
+    for spec in refspecs:
+        spec = spec.lstrip("+")
+        src, _, dst = spec.partition(":")
+        target = dst or src
+        if not target or target.startswith("refs/tags/") or (src == "" and dst):  # ":branch" deletes
+            continue
+        target = target.removeprefix("refs/heads/")
+        if target == "HEAD":
+            target = ""
+        effects.append(Effect(PUSH, "git push", branch=target or None, remote=remote, cwd=cwd))
+    return effects
+
+
+def _repo_arg(value: str | None) -> str | None:
+    """OWNER/NAME from ``-R``/``GH_REPO`` (which may be HOST/OWNER/NAME or a URL)."""
+    if not value:
+        return None
+    text = value.strip().rstrip("/").removesuffix(".git")
+    parts = [p for p in re.split(r"[/:]", text) if p]
+    return "/".join(parts[-2:]) if len(parts) >= 2 else None
+
+
+def _target(word: str) -> tuple[int | None, str | None]:
+    """(number, OWNER/NAME) of a comment target: ``12``, ``#12`` or an issue/PR URL."""
+    text = word.strip().lstrip("#")
+    if text.isdigit():
+        return int(text), None
+    match = _ISSUE_URL.search(text)
+    if match:
+        return int(match["number"]), f"{match['owner']}/{match['name']}"
+    return None, None
+
+
+def _body(values: Mapping[str, str], cwd: str | None) -> str | None:
+    if "body" in values:
+        return values["body"]
+    path = values.get("body_file")
+    if not path:
+        return None
+    if path == "-":
+        return None  # stdin: unknowable here
+    import os
+
+    full = path if os.path.isabs(path) or cwd is None else os.path.join(cwd, path)
+    try:
+        with open(full, encoding="utf-8", errors="replace") as fh:
+            return fh.read(65536)
+    except OSError:
+        return None
+
+
+# -- MCP tools --------------------------------------------------------------------------------------
+
+
+def _str(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _mcp_repo(args: Mapping[str, Any]) -> str | None:
+    owner, repo = _str(args.get("owner")), _str(args.get("repo"))
+    if owner and repo:
+        return f"{owner}/{repo}"
+    return repo if repo and "/" in repo else None
+
+
+def _mcp(tool: str, name: str, args: Mapping[str, Any]) -> list[Effect]:
+    repo = _mcp_repo(args)
+    if tool == "create_pull_request":
+        head = _str(args.get("head"))
+        if head and ":" in head:
+            head = head.split(":", 1)[1]
+        return [
+            Effect(
+                PR,
+                name,
+                repo=repo,
+                head=head,
+                base=_str(args.get("base")),
+                title=_str(args.get("title")),
+                body=_str(args.get("body")),
+            )
+        ]
+    if tool == "add_issue_comment":
+        number = _str(args.get("issue_number"))
+        return [
+            Effect(
+                COMMENT,
+                name,
+                repo=repo,
+                target=int(number) if number and number.isdigit() else None,
+                body=_str(args.get("body")),
+            )
+        ]
+    if tool == "create_issue" or (tool == "issue_write" and _str(args.get("method")) == "create"):
+        return [Effect(ISSUE, name, repo=repo, title=_str(args.get("title")), body=_str(args.get("body")))]
+    if tool in ("create_branch", "push_files", "create_or_update_file"):
+        return [Effect(PUSH, name, repo=repo, branch=_str(args.get("branch")))]
+    return []
+
+
+# -- rules from .gitledger.yml ----------------------------------------------------------------------
+
+
+def _from_rule(rule: AgentRule, source: str, get: Any, cwd: str | None) -> Effect:
+    values: dict[str, Any] = {}
+    for field_name, where in rule.fields:
+        value = get(where)
+        if value is not None:
+            values[field_name] = value
+    owner = _str(values.pop("owner", None))
+    repo = _str(values.get("repo"))
+    if owner and repo and "/" not in repo:
+        values["repo"] = f"{owner}/{repo}"
+    if "target" in values:
+        target = _str(values["target"])
+        values["target"] = int(target) if target and target.isdigit() else None
+    for key in ("head", "base", "branch", "title", "body", "repo"):
+        if key in values:
+            values[key] = _str(values[key])
+    return Effect(rule.effect, source, cwd=cwd, **values)
+
+
+def _rule_for_tool(rule: AgentRule, tool_name: str, args: Mapping[str, Any]) -> Effect | None:
+    if rule.tool is None or not re.fullmatch(rule.tool, tool_name):
+        return None
+
+    def get(path: str) -> Any:
+        value: Any = args
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return value
+
+    return _from_rule(rule, tool_name, get, None)
+
+
+def _rule_for_words(rule: AgentRule, words: list[str], cwd: str | None) -> Effect | None:
+    if rule.command is None or tuple(words[: len(rule.command)]) != rule.command:
+        return None
+    rest = words[len(rule.command) :]
+    options = {where: "x" for _, where in rule.fields if where.startswith("-")}
+    values, positional, _ = _options(rest, {o: o for o in options})
+
+    def get(where: str) -> Any:
+        if where.startswith("-"):
+            return values.get(where)
+        if where.startswith("arg") and where[3:].isdigit():
+            n = int(where[3:])
+            return positional[n - 1] if 0 < n <= len(positional) else None
+        return None
+
+    return _from_rule(rule, " ".join(rule.command), get, cwd)
+
+
+# -- entry point ------------------------------------------------------------------------------------
+
+
+def recognise(
+    tool_name: str | None,
+    tool_input: Mapping[str, Any],
+    cwd: str | None,
+    rules: Sequence[AgentRule] = (),
+) -> list[Effect]:
+    """The side effects this tool call would have (empty: nothing the guard looks at)."""
+    if not tool_name:
+        return []
+    effects: list[Effect] = []
+    for rule in rules:
+        effect = _rule_for_tool(rule, tool_name, tool_input)
+        if effect is not None:
+            effects.append(effect)
+    if effects:
+        return [_complete(e) for e in effects]
+    match = _MCP_GITHUB.match(tool_name)
+    if match:
+        return [_complete(e) for e in _mcp(match["tool"], tool_name, tool_input)]
+    command = tool_input.get("command")
+    if tool_name not in SHELL_TOOLS and not (isinstance(command, str) and "shell" in tool_name.lower()):
+        return []
+    if isinstance(command, list):  # Codex may pass argv
+        command = shlex.join(str(w) for w in command)
+    if not isinstance(command, str):
+        return []
+    return [_complete(e) for e in recognise_command(command, cwd, rules)]
+
+
+def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] = ()) -> list[Effect]:
+    """The side effects of a shell command line (see the module documentation)."""
+    if not any(word in command for word in ("gh", "git", *(r.command[0] for r in rules if r.command))):
+        return []  # the common case, decided without a tokenizer
+    try:
+        commands = list(split_commands(command))
+    except ValueError:
+        # unbalanced quotes: the shell would refuse it too, unless it guards something we know
+        if re.search(r"\bgh\s+(pr|issue|api)\b|\bgit\s+push\b", command):
+            return [Effect(PR, "a shell command", problems=("the command (it does not parse)",))]
+        return []
+    effects: list[Effect] = []
+    env: dict[str, str] = {}
+    here = cwd
+    for words in commands:
+        words = _strip_assignments(words, env)
+        if not words:
+            continue
+        if words[0] == "cd" and len(words) == 2:
+            import os
+
+            here = words[1] if os.path.isabs(words[1]) or here is None else os.path.join(here, words[1])
+            continue
+        matched = False
+        for rule in rules:
+            effect = _rule_for_words(rule, words, here)
+            if effect is not None:
+                effects.append(effect)
+                matched = True
+        if matched:
+            continue
+        if words[0] == "gh":
+            effect = _gh(words, env, here)
+            if effect is not None:
+                effects.append(effect)
+        elif words[0] == "git" and len(words) >= 2 and words[1] == "push":
+            effects.extend(_git_push(words, here))
+    return effects
+
+
+def _complete(effect: Effect) -> Effect:
+    """Name what a recognised effect lacks to be keyed (rules may leave fields out)."""
+    missing = [f for f in REQUIRED[effect.kind] if getattr(effect, f) is None]
+    # a PR's head and a push's branch default to the current branch; a comment needs its target and body
+    missing = [f for f in missing if not (f == "head" and effect.kind == PR)]
+    missing = [f for f in missing if not (f == "branch" and effect.kind == PUSH)]
+    if not missing or effect.problems:
+        return effect
+    return replace(effect, problems=tuple(f"the {f}" for f in missing))
+
+
+__all__ = ["SHELL_TOOLS", "recognise", "recognise_command", "split_commands"]

@@ -1,0 +1,1 @@
+"""Git hooks: installing them, and the pre-push check."""

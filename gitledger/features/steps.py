@@ -1,0 +1,98 @@
+"""Steps: from a request to what the protocol needs (key, checks, policy), the fast skip's read-only
+answer, and running a guarded command once per intent.
+
+Shared by the ``run-step`` command and the typer-free fast skip (:mod:`gitledger.cli.fastskip`), so both
+decide the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gitledger.core.checks import Check
+from gitledger.core.errors import UsageError
+from gitledger.core.keys import Content, StepKey
+from gitledger.core.policy import StepPolicy
+from gitledger.core.protocol import StepResult
+from gitledger.session import Session
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """A step as asked for: its name, its content and the options given for this run."""
+
+    task: str
+    step: str
+    content: Content = field(default_factory=Content.empty)
+    checks: Sequence[str] = ()
+    on_unconfirmed: str | None = None
+    lease: float | None = None
+
+
+@dataclass
+class StepPlan:
+    key: StepKey
+    checks: list[Check]
+    policy: StepPolicy
+
+
+def plan_step(session: Session, request: StepRequest) -> StepPlan:
+    """Combine options, the step's settings in .gitledger.yml and the defaults (in that order)."""
+    cfg = session.config
+    return StepPlan(
+        StepKey.derive(request.task, request.step, request.content, cfg.names),
+        session.checks(request.checks or cfg.step(request.step).checks or ()),
+        session.policy(request.step, request.on_unconfirmed, request.lease),
+    )
+
+
+def peek_done(session: Session, request: StepRequest) -> StepResult | None:
+    """The ``skipped`` result when the step is done; None in any other state. Reads, never writes."""
+    from gitledger.core.protocol import skip_result
+    from gitledger.core.store import Intent
+
+    plan = plan_step(session, request)
+    return skip_result(plan.key, session.store.load(Intent.of(plan.key)).folded)
+
+
+def run_step(
+    session: Session,
+    request: StepRequest,
+    command: Sequence[str],
+    *,
+    remote: str | None = None,
+    allow_offline: bool = False,
+    stdout_to_stderr: bool = False,
+    github_repo: str | None = None,
+) -> StepResult:
+    """Run ``command`` once per intent: skip it when done, detect what exists, never run it twice."""
+    from gitledger.core.protocol import StepRunner
+    from gitledger.local.command import check_command, run_command
+
+    check_command(command, session.cwd)
+    plan = plan_step(session, request)
+    arbiter = None
+    if remote or session.config.claims == "remote":
+        from gitledger.git.sync import RemoteArbiter, default_remote
+
+        repo, store = session.git()
+        name = default_remote(repo, remote or session.config.remote)
+        arbiter = RemoteArbiter(store, name, allow_offline=allow_offline)
+    elif allow_offline:
+        raise UsageError("--allow-offline goes with remote claims: add --remote NAME")
+    return StepRunner(session.store, arbiter=arbiter).run(
+        plan.key,
+        plan.checks,
+        lambda: run_command(
+            command,
+            plan.key,
+            session.cwd,
+            stdout_to_stderr=stdout_to_stderr,
+            extra_env={"GITLEDGER_GITHUB_REPO": github_repo} if github_repo else None,
+        ),
+        plan.policy,
+    )
+
+
+__all__ = ["StepPlan", "StepRequest", "peek_done", "plan_step", "run_step"]

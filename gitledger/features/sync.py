@@ -1,0 +1,27 @@
+"""Sharing the ledger through a git remote: sync, and setting a remote up for it."""
+
+from __future__ import annotations
+
+from gitledger.git.sync import SyncReport
+from gitledger.session import Session
+
+
+def sync(session: Session, remote: str | None) -> tuple[str, SyncReport]:
+    """Fetch, merge and push the ledger; returns the remote's name and what happened."""
+    from gitledger.git.sync import LedgerSync, default_remote
+
+    repo, store = session.git()
+    name = default_remote(repo, remote or session.config.remote)
+    return name, LedgerSync(store, name).sync()
+
+
+def init(session: Session, remote: str | None, *, undo: bool, dry_run: bool) -> tuple[str, list[str]]:
+    """Configure (or with ``undo`` unconfigure) a remote for the ledger; returns its name and the changes."""
+    from gitledger.git.sync import default_remote, init_remote
+
+    repo, _ = session.git()
+    name = default_remote(repo, remote or session.config.remote)
+    return name, init_remote(repo, name, undo=undo, dry_run=dry_run)
+
+
+__all__ = ["init", "sync"]

@@ -1,0 +1,1 @@
+"""This machine: the guarded command, and the file and command checks."""

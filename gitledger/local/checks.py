@@ -1,0 +1,73 @@
+"""Checks that query this machine: a file exists, or a user's command decides."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitledger.core.errors import CheckError, last_line
+from gitledger.core.keys import StepKey
+from gitledger.local.command import step_env
+
+CMD_TIMEOUT = 300.0
+
+
+@dataclass
+class FileCheck:
+    """A file exists (relative paths are taken from the repository's top, or the current directory)."""
+
+    path: str
+    base: Path
+    queries_reality: bool = True
+
+    @property
+    def spec(self) -> str:
+        return f"file:{self.path}"
+
+    def find(self, step: StepKey) -> str | None:
+        target = Path(os.path.expandvars(self.path.replace("{key}", step.key)))
+        if not target.is_absolute():
+            target = self.base / target
+        return str(target) if target.exists() else None
+
+
+@dataclass
+class CommandCheck:
+    """A shell command decides: exit 0 = exists (stdout is the ref), 1 = absent, anything else = error.
+
+    The command gets the step's GITLEDGER_* variables; the key never reaches the shell unquoted.
+    """
+
+    command: str
+    cwd: Path
+    queries_reality: bool = True
+
+    @property
+    def spec(self) -> str:
+        return f"cmd:{self.command}"
+
+    def find(self, step: StepKey) -> str | None:
+        env = dict(os.environ)
+        env.update(step_env(step))
+        try:
+            proc = subprocess.run(
+                ["/bin/sh", "-c", self.command],
+                cwd=self.cwd,
+                env=env,
+                capture_output=True,
+                timeout=CMD_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise CheckError(f"check command did not finish within {CMD_TIMEOUT:.0f} s") from exc
+        if proc.returncode == 0:
+            return proc.stdout.decode(errors="replace").strip() or self.spec
+        if proc.returncode == 1:
+            return None
+        detail = last_line(proc.stderr) if proc.stderr.strip() else "no message"
+        raise CheckError(f"check command exited {proc.returncode} (expected 0 or 1): {detail}")
+
+
+__all__ = ["CommandCheck", "FileCheck"]

@@ -1,0 +1,1 @@
+"""Test doubles and helpers importable by tests/, benchmarks/ and examples/ (as pre-commit's testing/)."""

@@ -1,0 +1,280 @@
+"""The agent hook's protocol per agent (golden outputs), its decisions, and failing closed.
+
+Payloads follow each agent's documentation (shared/AGENTS.md §1): Claude Code's PreToolUse,
+PostToolUse, PostToolUseFailure, SessionStart and Stop; Codex's PreToolUse/PostToolUse; Gemini
+CLI's BeforeTool/AfterTool/AfterAgent. GitHub is testing/fakegithub/, git the real binary.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from github import Auth, Github
+
+from testing import fakegithub
+from testing.fakegithub import FakeGitHub
+from testing.repos import ROOT
+from tests.agent_support import REPO, agent_repo, bash, denied, hook
+
+
+@pytest.fixture
+def bench(github: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    workdir = agent_repo(tmp_path / "agent", github.bare_path(REPO), ["agent/T1", "agent/T2"])
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    monkeypatch.setenv("GITHUB_API_URL", github.url)
+    monkeypatch.setenv("GITLEDGER_GITHUB_BACKOFF", "0.01")
+    monkeypatch.setenv("GITLEDGER_GITHUB_RETRIES", "2")
+    monkeypatch.setenv("GITLEDGER_TASK", "T1")
+    monkeypatch.setenv("GITLEDGER_AGENT_PID", str(__import__("os").getpid()))
+    gh = Github(auth=Auth.Token("test-token"), **github.pygithub_kwargs()).get_repo(REPO)
+    yield {"dir": workdir, "server": github, "repo": gh}
+
+
+PR = "gh pr create --head agent/T1 --base main --title 'Add paging' --body 'Adds paging.'"
+
+
+def _open_pr(bench: dict[str, Any], command: str = PR, tool_use_id: str = "toolu_1") -> str:
+    code, out, err = hook("claude", bash("PreToolUse", command, bench["dir"], tool_use_id=tool_use_id))
+    assert (code, out, err) == (0, "", ""), err
+    url = bench["repo"].create_pull(title="Add paging", body="x", head="agent/T1", base="main").html_url
+    post = bash("PostToolUse", command, bench["dir"], tool_use_id=tool_use_id)
+    post["tool_response"] = {"stdout": url + "\n", "stderr": "", "interrupted": False, "isImage": False}
+    assert hook("claude", post) == (0, "", "")
+    return str(url)
+
+
+def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
+    url = _open_pr(bench)
+    reworded = "gh pr create --title 'Paginate the users endpoint' --body 'New body' --head agent/T1"
+    code, out, err = hook(
+        "claude", bash("PreToolUse", reworded, bench["dir"], session="s2", tool_use_id="t2")
+    )
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": (
+                f"gitledger: task T1 already has pull request #1 (open) from branch agent/T1: {url}. Do not "
+                "open another. To change it, push to agent/T1 or run: gh pr edit 1 --title ... --body ..."
+            ),
+        }
+    }
+    # one PR per task: another head branch of the same task is refused too, and so is pushing it
+    other = "gh pr create --head agent/T2 --title 'x' --body 'y'"
+    assert "already has pull request #1" in str(
+        denied(*hook("claude", bash("PreToolUse", other, bench["dir"]))[:2])
+    )
+    push = bash("PreToolUse", "git push -u origin agent/T2", bench["dir"])
+    assert "Push your commits to agent/T1" in str(denied(*hook("claude", push)[:2]))
+    assert hook("claude", bash("PreToolUse", "git push origin agent/T1", bench["dir"])) == (0, "", "")
+
+
+def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
+    pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
+    pr.edit(state="closed")
+    reason = denied(*hook("claude", bash("PreToolUse", PR, bench["dir"]))[:2])
+    assert (
+        reason is not None
+        and "(closed)" in reason
+        and "gh pr reopen 1" in reason
+        and "found on GitHub" in reason
+    )
+
+
+def test_comments_and_issues_keyed_on_task_and_target(bench: dict[str, Any]) -> None:
+    issue = bench["repo"].create_issue(title="Tracking target_1").number
+    first = f"gh issue comment {issue} --body 'Tests pass on build_7; ready for review.'"
+    assert hook("claude", bash("PreToolUse", first, bench["dir"])) == (0, "", "")
+    comment = bench["repo"].get_issue(issue).create_comment("Tests pass on build_7; ready for review.")
+    post = bash("PostToolUse", first, bench["dir"])
+    post["tool_response"] = {"stdout": comment.html_url + "\n", "stderr": ""}
+    assert hook("claude", post)[0] == 0
+    again = f"gh pr comment {issue} -b 'All tests are green for build_7, ready to be reviewed.'"
+    reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t9"))[:2])
+    assert reason is not None and comment.html_url in reason and "PATCH" in reason
+    different = f"gh issue comment {issue} --body 'Found a regression in export_job.py, investigating.'"
+    assert hook("claude", bash("PreToolUse", different, bench["dir"], tool_use_id="t10")) == (0, "", "")
+    # without a task, comments are refused (exit 2) with what to set
+    code, out, err = hook("claude", bash("PreToolUse", first, bench["dir"]), {"GITLEDGER_TASK": ""})
+    assert code == 2 and out == "" and "set GITLEDGER_TASK" in err.replace("Set", "set")
+
+
+def test_failure_is_recorded_and_the_retry_is_allowed(bench: dict[str, Any]) -> None:
+    assert hook("claude", bash("PreToolUse", PR, bench["dir"])) == (0, "", "")
+    fail = bash("PostToolUseFailure", PR, bench["dir"], error="Exit code 1\nno commits", is_interrupt=False)
+    assert hook("claude", fail) == (0, "", "")
+    assert hook("claude", bash("PreToolUse", PR, bench["dir"], tool_use_id="t3")) == (0, "", "")
+
+
+def test_session_start_briefing_and_stop_gate(bench: dict[str, Any]) -> None:
+    url = _open_pr(bench)
+    start = {
+        "session_id": "s9",
+        "cwd": str(bench["dir"]),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    code, out, _ = hook("claude", start)
+    context = json.loads(out)["hookSpecificOutput"]
+    assert code == 0 and context["hookEventName"] == "SessionStart"
+    assert f"pull request #1 from branch agent/T1: {url}" in context["additionalContext"]
+    stop = {
+        "session_id": "s9",
+        "cwd": str(bench["dir"]),
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+    }
+    assert hook("claude", stop) == (0, "", "")
+    # a half-done comment whose owner is alive (this process) keeps the model working, once
+    issue = bench["repo"].create_issue(title="Tracking target_2").number
+    hook("claude", bash("PreToolUse", f"gh issue comment {issue} --body 'Done: shipped v2.0'", bench["dir"]))
+    code, out, _ = hook("claude", stop)
+    assert (
+        code == 0
+        and json.loads(out)["decision"] == "block"
+        and "gitledger resolve" in json.loads(out)["reason"]
+    )
+    assert hook("claude", {**stop, "stop_hook_active": True}) == (0, "", "")
+
+
+def test_codex_and_gemini_formats(bench: dict[str, Any]) -> None:
+    _open_pr(bench)
+    codex = {
+        "session_id": "c1",
+        "transcript_path": None,
+        "cwd": str(bench["dir"]),
+        "hook_event_name": "PreToolUse",
+        "model": "gpt-5",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": PR},
+        "tool_use_id": "call_1",
+    }
+    code, out, _ = hook("codex", codex)
+    data = json.loads(out)
+    assert code == 0 and set(data) == {"hookSpecificOutput"}
+    assert set(data["hookSpecificOutput"]) == {
+        "hookEventName",
+        "permissionDecision",
+        "permissionDecisionReason",
+    }
+    gemini = {
+        "session_id": "g1",
+        "transcript_path": "/t",
+        "cwd": str(bench["dir"]),
+        "hook_event_name": "BeforeTool",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": PR},
+    }
+    code, out, _ = hook("gemini", gemini)
+    data = json.loads(out)
+    assert code == 0 and data["decision"] == "deny" and "pull request #1" in data["reason"]
+    mcp = {
+        **gemini,
+        "tool_name": "mcp__github__create_pull_request",
+        "tool_input": {
+            "owner": "acme",
+            "repo": "widgets",
+            "head": "agent/T1",
+            "base": "main",
+            "title": "Other",
+        },
+    }
+    assert json.loads(hook("gemini", mcp)[1])["decision"] == "deny"
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
+def test_unrecognised_calls_pass_with_no_output(agent: str, tmp_path: Path) -> None:
+    name = "BeforeTool" if agent == "gemini" else "PreToolUse"
+    tool = "run_shell_command" if agent == "gemini" else "Bash"
+    for command in ("ls -la", "pytest -q", "git status", "echo 'gh pr create'"):
+        payload = {
+            "session_id": "x",
+            "cwd": str(tmp_path),
+            "hook_event_name": name,
+            "tool_name": tool,
+            "tool_input": {"command": command},
+        }
+        assert hook(agent, payload) == (0, "", ""), command
+
+
+def test_unrecognised_calls_import_no_typer_no_pygithub_and_touch_no_network(tmp_path: Path) -> None:
+    payload = json.dumps(bash("PreToolUse", "pytest -q && git status", tmp_path))
+    script = (
+        "import io, sys, socket\n"
+        "def no(*a, **k): raise AssertionError('network')\n"
+        "socket.socket.connect = no\n"
+        "sys.stdin = io.StringIO(sys.argv[1])\n"
+        "from gitledger.cli import main\n"
+        "rc = main(['agent-hook', 'claude'])\n"
+        "bad = [m for m in ('typer', 'github', 'yaml', 'requests', 'gitledger.session', 'gitledger.git.repo')"
+        " if m in sys.modules]\n"
+        "print(rc, bad)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, payload], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert proc.stdout.strip() == "0 []", proc.stderr
+
+
+def _pre(bench: dict[str, Any]) -> tuple[int, str, str]:
+    return hook("claude", bash("PreToolUse", PR, bench["dir"]))
+
+
+def test_fails_closed_when_github_is_down(bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
+    code, out, err = _pre(bench)
+    assert code == 2 and out == "" and "not acting" in err and err.count("\n") == 1
+
+
+def test_fails_closed_on_a_5xx_storm(bench: dict[str, Any]) -> None:
+    bench["server"].inject("*", r"/pulls", fakegithub.status(502), times=None)
+    code, out, err = _pre(bench)
+    assert code == 2 and out == "" and "502" in err
+
+
+def test_fails_closed_on_a_bad_token(bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "wrong")
+    code, _, err = _pre(bench)
+    assert code == 2 and "401" in err
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "",
+        "not json",
+        "[]",
+        '{"hook_event_name": "PreToolUse"}',
+        '{"tool_name": "Bash"}',
+        '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": "gh pr create"}',
+    ],
+)
+def test_fails_closed_on_malformed_input(payload: str) -> None:
+    code, out, err = hook("claude", payload)
+    assert code == 2 and out == "" and err.startswith("gitledger:") and err.count("\n") == 1
+
+
+def test_fails_closed_on_an_internal_error(bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitledger.features.agent import guard
+
+    def boom(self: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(guard.AgentGuard, "pre", boom)
+    code, out, err = _pre(bench)
+    assert code == 2 and out == "" and "internal error" in err and "a bug" in err
+
+
+def test_never_asks(bench: dict[str, Any]) -> None:
+    _open_pr(bench)
+    for agent in ("claude", "codex"):
+        assert '"ask"' not in hook(agent, bash("PreToolUse", PR, bench["dir"], tool_use_id="z"))[1]
