@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import ROOT
+from testing.repos import ROOT
 
 BUILD_TIMEOUT = 240
 INSTALL_TIMEOUT = 300

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT
+from testing.repos import ROOT
 from tests.packaging_support import dists, ok, pyproject, run
 
 DIST_NAME = "gitledger-agents"
@@ -90,7 +90,7 @@ def test_the_sdist_holds_the_tracked_tree_and_its_tests_run(tmp_path: Path) -> N
 
 
 def test_the_distribution_name_is_used_everywhere() -> None:
-    """pip install gitledger would install an unrelated project: every install line names ours."""
+    """Installing "gitledger" from the index would get an unrelated project: every install line names ours."""
     bad = re.compile(r"(pip|pipx)\s+install\s+(?:-[-\w]+\s+)*['\"]?gitledger(?![-\w])")
     offenders = []
     for name in _tracked_files():

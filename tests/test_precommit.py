@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gitledger.keys import StepKey, branch_for
-from tests.helpers import ROOT, git, init_repo
+from gitledger.core.keys import StepKey, branch_for
+from testing.repos import ROOT, git, init_repo
 
 KEY = StepKey.derive("T-1", "open-pr").key
 IGNORED = shutil.ignore_patterns(
