@@ -122,3 +122,25 @@ def test_readme_links_work_off_the_repository() -> None:
     defined = set(re.findall(r"^\[([^\]]+)\]:", readme, flags=re.M))
     used = set(re.findall(r"\]\[([^\]]+)\]", readme)) | set(re.findall(r"\[([\w./-]+\.md)\](?![(:])", readme))
     assert used <= defined, f"references without a definition: {used - defined}"
+
+
+def test_ci_runs_the_checkers_then_exactly_the_readme_test_command() -> None:
+    lines = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
+    readme = (ROOT / "README.md").read_text()
+    test_command = re.search(r"# 2\. run the whole test suite.*\n(.*)\n", readme)
+    assert test_command and lines[-1] == test_command[1]
+    checkers = ["ruff check .", "ruff format --check .", "mypy --strict", "lint-imports"]
+    positions = [lines.index(c) for c in checkers]
+    assert positions == sorted(positions) and positions[-1] < len(lines) - 1
+    install = next(line for line in lines if "--constraint .ci/constraints.txt" in line)
+    assert lines.index(install) < positions[0]
+    pinned = {
+        line.split("==")[0].lower()
+        for line in (ROOT / ".ci" / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    }
+    assert {"ruff", "mypy", "import-linter"} <= pinned
