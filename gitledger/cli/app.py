@@ -17,6 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    # -h like git and gh; subcommands inherit it from this context
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
