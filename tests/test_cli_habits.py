@@ -3,6 +3,7 @@ completion, readable metavars. Real processes of this checkout's gitledger."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -121,7 +122,8 @@ def test_the_bash_script_really_completes(tmp_path: Path) -> None:
     shim.chmod(0o755)
     probe = (
         script
-        + '\nCOMP_WORDS=(gitledger hooks un); COMP_CWORD=2; _gitledger_completion gitledger\necho "${COMPREPLY[@]}"\n'
+        + "\nCOMP_WORDS=(gitledger hooks un); COMP_CWORD=2; _gitledger_completion gitledger\n"
+        + 'echo "${COMPREPLY[@]}"\n'
     )
     env = {**os.environ, "PATH": f"{shim.parent}{os.pathsep}{os.environ['PATH']}"}
     env["GITLEDGER_PYTHON"] = gitledger_argv()[0]
@@ -160,3 +162,109 @@ def test_every_value_option_has_a_named_metavar() -> None:
         return bad
 
     assert walk(meta.readable(typer.main.get_command(app)), "gitledger") == []
+
+
+# --- '-' is standard input, --json everywhere, exit 2 for usage errors, log order ---------------------
+
+
+def test_content_file_dash_reads_standard_input(tmp_path: Path) -> None:
+    from testing.repos import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    (tmp_path / "content").write_bytes(b"hello\x00bytes\n")
+    from_file = run_gitledger(
+        "key", "-t", "T", "-s", "s", "--content-file", str(tmp_path / "content"), "--json", cwd=repo
+    )
+    from_stdin = run_gitledger(
+        "key", "-t", "T", "-s", "s", "--content-file", "-", "--json", cwd=repo, input="hello\x00bytes\n"
+    )
+    assert from_file.returncode == 0 and from_stdin.stdout == from_file.stdout
+    step = (
+        "run-step",
+        "-t",
+        "T",
+        "-s",
+        "s",
+        "--content-file",
+        "-",
+        "--json",
+        "--",
+        "sh",
+        "-c",
+        "cat; echo ran",
+    )
+    first = run_gitledger(*step, cwd=repo, input="hello\x00bytes\n")
+    assert first.returncode == 0 and '"created"' in first.stdout
+    assert "ran" in first.stderr  # the command's stdout goes to stderr with --json; its stdin is at EOF
+    key = json.loads(from_file.stdout)["key"]
+    assert json.loads(first.stdout)["key"] == key
+    # the fast skip reads the same bytes; different bytes are another step
+    second = run_gitledger(*step, cwd=repo, input="hello\x00bytes\n")
+    assert json.loads(second.stdout)["status"] == "skipped"
+    other = run_gitledger(*step, cwd=repo, input="other\n")
+    assert json.loads(other.stdout)["status"] == "created" and json.loads(other.stdout)["key"] != key
+
+
+def test_init_hooks_and_agent_speak_json(tmp_path: Path) -> None:
+    from testing.repos import git, init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    git("remote", "add", "origin", str(init_repo(tmp_path / "remote.git", bare=True)), cwd=repo)
+    init = json.loads(run_gitledger("init", "--json", "--dry-run", cwd=repo).stdout)
+    assert init["remote"] == "origin" and init["dry_run"] is True and init["changes"]
+    assert json.loads(run_gitledger("init", "--json", cwd=repo).stdout)["changes"] == init["changes"]
+    assert json.loads(run_gitledger("init", "--json", cwd=repo).stdout)["changes"] == []  # idempotent
+
+    installed = json.loads(run_gitledger("hooks", "install", "--json", cwd=repo).stdout)
+    assert {(h["hook"], h["action"]) for h in installed} == {
+        ("commit-msg", "installed"),
+        ("pre-push", "installed"),
+    }
+    again = json.loads(run_gitledger("hooks", "install", "--json", cwd=repo).stdout)
+    assert {h["action"] for h in again} == {"unchanged"}
+    removed = json.loads(run_gitledger("hooks", "uninstall", "--json", cwd=repo).stdout)
+    assert {h["action"] for h in removed} == {"removed"}
+
+    plan = run_gitledger("agent", "install", "claude", "--dry-run", "--json", "--repo", str(repo), cwd=repo)
+    data = json.loads(plan.stdout)
+    assert data["dry_run"] is True and data["changed"] is True and "agent-hook" in data["settings"]
+    assert not Path(data["path"]).exists()  # a dry run writes nothing
+
+
+def test_usage_errors_exit_2_with_one_line(tmp_path: Path) -> None:
+    outside = tmp_path / "not-a-repo"
+    outside.mkdir()
+    for args in (
+        ("hooks", "install"),
+        ("hooks", "uninstall"),
+        ("init",),
+        ("list",),
+        ("log",),
+        ("run-step", "-t", "T", "-s", "s", "--", "true"),
+    ):
+        proc = run_gitledger(*args, cwd=outside)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "not inside a git repository" in proc.stderr, args
+    bad: list[tuple[str, ...]] = [("run-step", "--nope"), ("log", "-n", "0"), ("show",), ("completion",)]
+    for wrong in [*bad, ("help", "nope")]:
+        proc = run_gitledger(*wrong, cwd=outside)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, wrong
+
+
+def test_log_is_newest_first_and_reverse_keeps_the_newest_n(tmp_path: Path) -> None:
+    from testing.repos import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    for step in ("one", "two", "three"):
+        assert run_gitledger("run-step", "-t", "T", "-s", step, "--", "true", cwd=repo).returncode == 0
+    newest = json.loads(run_gitledger("log", "--json", cwd=repo).stdout)
+    assert [(e["key"].split(".")[1], e["state"]) for e in newest][:2] == [
+        ("three", "done"),
+        ("three", "attempting"),
+    ]
+    ats = [e["at"] for e in newest]
+    assert ats == sorted(ats, reverse=True)
+    two = json.loads(run_gitledger("log", "-n", "2", "--reverse", "--json", cwd=repo).stdout)
+    assert two == newest[:2][::-1]
+    table = run_gitledger("log", cwd=repo).stdout.splitlines()
+    assert "three" in table[1] and "one" in table[-1]

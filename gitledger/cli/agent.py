@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import app
+from gitledger.cli.app import JSON_OUT, app, emit_json
 
 agent_app = typer.Typer(
     name="agent",
@@ -32,6 +32,7 @@ def install(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resulting file; change nothing."),
     uninstall: bool = typer.Option(False, "--uninstall", help="Remove gitledger's entries, keep the rest."),
     repo: Path = typer.Option(Path("."), "--repo", help="The project directory (for --project)."),
+    json_out: bool = JSON_OUT,
 ) -> None:
     """Merge the agent guard's hook entries into the agent's settings file, idempotently.
 
@@ -48,6 +49,21 @@ def install(
     local, home = PATHS[agent]
     path = Path(home).expanduser() if user else repo.resolve() / local
     plan = plan_install(agent, path, uninstall)
+    if json_out:
+        if not dry_run:
+            apply(plan)
+        emit_json(
+            {
+                "agent": agent,
+                "path": str(path),
+                "action": "uninstall" if uninstall else "install",
+                "dry_run": dry_run,
+                "changed": plan.changed,
+                "settings": plan.after,
+                "settings_flag": plan.settings_flag,
+            }
+        )
+        return
     if dry_run:
         typer.echo(plan.after, nl=False)
         typer.echo(

@@ -79,18 +79,23 @@ def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) 
 @app.command("log")
 def log_command(
     key: str | None = typer.Argument(None, help="Only this key's history."),
-    limit: int = typer.Option(50, "--limit", "-n", help="Show at most this many events (newest last)."),
+    limit: int = typer.Option(50, "--limit", "-n", help="Show the newest N events."),
+    reverse: bool = typer.Option(
+        False, "--reverse", help="Oldest first (like git log --reverse: the same newest N events)."
+    ),
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
-    """The ledger's history: who did what, when, on which host (all keys, or one)."""
+    """The ledger's history, newest first like git log: who did what, when, on which host."""
     from gitledger.features.inspect import log_events
     from gitledger.session import open_session
 
     if limit <= 0:
         raise UsageError("--limit must be a positive number")
     with open_session(repo) as session:
-        events = log_events(session, key, limit)
+        events = log_events(session, key, limit)  # oldest first
+    if not reverse:
+        events.reverse()
     if json_out:
         emit_json([_clean(e) for e in events])
         return

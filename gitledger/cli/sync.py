@@ -49,6 +49,7 @@ def init_command(
     ),
     undo: bool = typer.Option(False, "--undo", help="Remove exactly what init adds."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes without making them."),
+    json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
     """Configure a remote so 'git fetch' brings the ledger and the pre-push hook syncs it.
@@ -62,6 +63,9 @@ def init_command(
 
     with open_session(repo) as session:
         name, changes = init(session, remote, undo=undo, dry_run=dry_run)
+    if json_out:
+        emit_json({"remote": name, "undo": undo, "dry_run": dry_run, "changes": changes})
+        return
     prefix = "would have " if dry_run else ""
     for change in changes:
         say(prefix + change)
