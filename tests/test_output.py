@@ -11,21 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from testing.fakegithub import FakeGitHub
 from testing.repos import gitledger_argv, init_repo, run_gitledger
 
 BIG_REF = "https://example.invalid/" + "r" * 65_000
 COLUMNS = 72
 
 
-def on_terminal(*args: str, cwd: Path, stdout_file: Path | None = None) -> tuple[int, str, str, str]:
+def on_terminal(
+    *args: str, cwd: Path, stdout_file: Path | None = None, env: dict[str, str] | None = None
+) -> tuple[int, str, str, str]:
     """Run gitledger with stderr (and stdout, unless ``stdout_file``) on a pseudo-terminal of COLUMNS
     columns; returns (exit code, what the terminal shows at the end, what went to the file, every byte
     the terminal got)."""
     master, slave = pty.openpty()
     out = stdout_file.open("wb") if stdout_file else None
-    env = {**os.environ, "COLUMNS": str(COLUMNS), "LINES": "24"}
+    full_env = {**os.environ, **(env or {}), "COLUMNS": str(COLUMNS), "LINES": "24"}
     proc = subprocess.Popen(
-        gitledger_argv(*args), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out or slave, stderr=slave
+        gitledger_argv(*args),
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=out or slave,
+        stderr=slave,
     )
     os.close(slave)
     shown = b""
@@ -110,3 +118,29 @@ def test_reconcile_progress_goes_to_the_terminal_never_to_the_file(tmp_path: Pat
     assert len(written.splitlines()) == 3 and all(line.count("\t") == 2 for line in written.splitlines())
     again = run_gitledger("reconcile", cwd=repo)  # stderr a pipe: no progress at all
     assert "reconciling" not in again.stderr + again.stdout
+
+
+def test_sync_and_audit_show_their_phases_on_a_terminal_only(github: FakeGitHub, tmp_path: Path) -> None:
+    from tests.audit_support import make_scenario, prepare_work
+    from tests.github_support import REPO, TOKEN, fast_env
+
+    work = prepare_work(github, tmp_path / "work")
+    make_scenario(github, work)
+    assert run_gitledger("run-step", "-t", "T", "-s", "s", "--", "true", cwd=work).returncode == 0
+    out = tmp_path / "sync.json"
+    code, shown, written, raw = on_terminal("sync", "--json", cwd=work, stdout_file=out)
+    assert code == 0 and json.loads(written)["pushed"]
+    assert (
+        "syncing the ledger: fetching" in raw and "syncing the ledger: pushing" in raw and shown.strip() == ""
+    )
+
+    out = tmp_path / "audit.json"
+    env = fast_env(github)
+    code, shown, written, raw = on_terminal(
+        "audit", "--github-repo", REPO, "--json", cwd=work, stdout_file=out, env=env
+    )
+    assert code == 0 and len(json.loads(written)["duplicates"]) == 2
+    assert "auditing: listing pull requests" in raw and "auditing: reading commit trailers" in raw
+    assert TOKEN not in raw
+    piped = run_gitledger("audit", "--github-repo", REPO, "--json", cwd=work, env=env)
+    assert "auditing" not in piped.stderr and json.loads(piped.stdout)["duplicates"]

@@ -113,12 +113,32 @@ class Progress:
         finally:
             self.finish()
 
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.finish()
+
+    def phase(self, label: str, done: int | None = None) -> None:
+        """A new label (drawn at once), and optionally how many items it has done so far."""
+        if label != self.label:
+            self.label, self.total, self._last = label, None, 0.0
+        if done is None:
+            self._draw(label)
+        else:
+            self.update(done)
+
     def update(self, done: int) -> None:
         now = time.monotonic()
         if not self.active or now - self._last < 0.1:
             return
         self._last = now
-        text = f"{self.label} {done}/{self.total}" if self.total else f"{self.label} {done}"
+        self._draw(f"{self.label} {done}/{self.total}" if self.total else f"{self.label} {done}")
+
+    def _draw(self, text: str) -> None:
+        if not self.active:
+            return
+        self._last = time.monotonic()
         self.stream.write("\r" + text.ljust(self._shown))
         self.stream.flush()
         self._shown = len(text)

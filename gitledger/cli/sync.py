@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
+from gitledger.cli.render import Progress
 
 
 @app.command("sync")
@@ -26,8 +27,8 @@ def sync_command(
     from gitledger.git.sync import REF_KINDS
     from gitledger.session import open_session
 
-    with open_session(repo) as session:
-        name, report = sync(session, remote)
+    with open_session(repo) as session, Progress("syncing the ledger") as progress:
+        name, report = sync(session, remote, lambda phase: progress.phase(f"syncing the ledger: {phase}"))
     if json_out:
         emit_json(report.to_json())
         return
