@@ -117,6 +117,10 @@ def test_the_declared_minimum_versions_work(github: FakeGitHub, tmp_path: Path) 
     for command in commands:
         code, output = text(*command.split(), "--help", cwd=repo)
         assert code == 0 and output.lower().startswith("usage:"), (command, output)
+    code, output = text("completion", "bash", cwd=repo)  # typer's completion internals, at the floor
+    assert code == 0 and "_GITLEDGER_COMPLETE=complete_bash" in output
+    code, output = text(cwd=repo)  # bare gitledger: help on stdout, exit 0
+    assert code == 0 and output.startswith("Usage: gitledger")
     code, output = text("run-step", "--no-such-option", cwd=repo)
     assert code == 2 and "Traceback" not in output and "--no-such-option" in output
     step = ("run-step", "-t", "T-1", "-s", "hello", "--json", "--", "true")
