@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -28,6 +27,8 @@ def terminal_width(stream: TextIO) -> int | None:
             return None
     except (AttributeError, ValueError):
         return None
+    import shutil  # only on a terminal: the fast skip's output usually goes to a pipe
+
     return max(20, shutil.get_terminal_size((100, 24)).columns)
 
 
