@@ -156,7 +156,8 @@ def test_show_log_resolve(repo: Path):
     human = run_gitledger("show", key, cwd=repo).stdout
     assert "attempting" in human and "done" in human
     log = run_json("log", cwd=repo)
-    assert [e["state"] for e in log] == ["attempting", "done"]
+    assert [e["state"] for e in log] == ["done", "attempting"]  # newest first, like git log
+    assert [e["state"] for e in run_json("log", "--reverse", cwd=repo)] == ["attempting", "done"]
     forgot = run_json("resolve", key, "--forget", cwd=repo)
     assert forgot["state"] == "none"
     assert json.loads(run_step(repo, "--json", "--", "true").stdout)["status"] == "created"

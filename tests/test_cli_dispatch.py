@@ -41,7 +41,7 @@ def test_list_renders_what_the_feature_returns(
     rows = [
         {"key": "k", "state": "done", "outcome": "created", "ref": "r", "updated_at": "t", "duplicate": False}
     ]
-    monkeypatch.setattr(inspect, "list_entries", lambda session: rows)
+    monkeypatch.setattr(inspect, "list_entries", lambda session, progress=iter: rows)
     assert cli.main(["list", "--json", "--repo", str(init_repo(tmp_path / "r"))]) == 0
     assert json.loads(capsys.readouterr().out) == rows
 
@@ -51,7 +51,7 @@ def test_a_feature_error_is_one_line_with_its_exit_code(
 ) -> None:
     from gitledger.features import inspect
 
-    def refuse(session: object) -> list[dict[str, object]]:
+    def refuse(session: object, progress: object = iter) -> list[dict[str, object]]:
         raise UsageError("bad\nthing")
 
     monkeypatch.setattr(inspect, "list_entries", refuse)
@@ -64,7 +64,7 @@ def test_a_bug_is_one_line_and_exit_70_and_debug_shows_it(
 ) -> None:
     from gitledger.features import inspect
 
-    def broken(session: object) -> list[dict[str, object]]:
+    def broken(session: object, progress: object = iter) -> list[dict[str, object]]:
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.setattr(inspect, "list_entries", broken)

@@ -360,7 +360,8 @@ def test_cli_usage_errors_and_missing_sdk(world: World) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=world.repo, capture_output=True, text=True, timeout=60
     )
-    assert proc.returncode == 1 and "install gitledger[mcp]" in proc.stderr and proc.stderr.count("\n") == 1
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "install gitledger-agents[mcp]" in proc.stderr
 
 
 def test_only_gitledger_mcp_imports_the_sdk() -> None:

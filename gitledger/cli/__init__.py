@@ -87,13 +87,25 @@ def _dispatch(args: list[str]) -> int:
     import typer.main
 
     # importing the command modules registers their commands on the app
-    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, steps, sync  # noqa: F401
+    from gitledger.cli import agent, audit, github, hooks, inspect, keys, mcp_help, meta, steps, sync  # noqa: F401
     from gitledger.cli.app import Invocation, app
 
-    command = typer.main.get_command(app)
+    command = meta.readable(typer.main.get_command(app))
+    if os.environ.get(meta.COMPLETE_VAR):
+        meta.enable_completion()
+    # like gh and git: bare 'gitledger' (or a bare group such as 'gitledger hooks') is help, exit 0
+    group, rest = command, args
+    while rest and rest[0] in meta.subcommands(group):
+        group, rest = meta.subcommands(group)[rest[0]], rest[1:]
+    if not rest and (group is command or meta.subcommands(group)):
+        args = [*args, "--help"]
     try:
         result = command.main(
-            args=args, prog_name="gitledger", standalone_mode=False, obj=Invocation(tuple(args))
+            args=args,
+            prog_name="gitledger",
+            complete_var=meta.COMPLETE_VAR,
+            standalone_mode=False,
+            obj=Invocation(tuple(args)),
         )
     except GitledgerError as exc:
         from gitledger.cli.render import printable

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from gitledger.cli.app import app
+from gitledger.cli.app import JSON_OUT, app, emit_json
 
 agent_app = typer.Typer(
     name="agent",
@@ -41,6 +41,7 @@ def install(
         ),
         show_default=False,
     ),
+    json_out: bool = JSON_OUT,
 ) -> None:
     """Merge the agent guard's hook entries into the agent's settings file, idempotently.
 
@@ -70,6 +71,22 @@ def install(
             found = claude_version_text()
             fail_closed = supports_on_failure(parse_version(found) if found else None)
     plan = plan_install(agent, path, uninstall, fail_closed=fail_closed)
+    if json_out:
+        if not dry_run:
+            apply(plan)
+        emit_json(
+            {
+                "agent": agent,
+                "path": str(path),
+                "action": "uninstall" if uninstall else "install",
+                "dry_run": dry_run,
+                "changed": plan.changed,
+                "fail_closed": fail_closed,
+                "settings": plan.after,
+                "settings_flag": plan.settings_flag,
+            }
+        )
+        return
     if dry_run:
         typer.echo(plan.after, nl=False)
         typer.echo(

@@ -17,6 +17,8 @@ app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
+    # -h like git and gh; subcommands inherit it from this context
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -68,7 +70,10 @@ TASK = typer.Option(..., "--task", "-t", help="Task id, stable across restarts (
 STEP = typer.Option(..., "--step", "-s", help="Step name within the task (e.g. open-pr).")
 CONTENT = typer.Option(None, "--content", help="Text the step is about; hashed into the key.")
 CONTENT_FILE = typer.Option(
-    None, "--content-file", help="File whose bytes are hashed into the key.", dir_okay=False
+    None,
+    "--content-file",
+    help="File whose bytes are hashed into the key ('-': standard input).",
+    dir_okay=False,
 )
 ARG = typer.Option(
     None, "--arg", help="NAME=VALUE hashed as canonical JSON (order does not matter); repeatable."

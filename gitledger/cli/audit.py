@@ -53,18 +53,21 @@ def audit_command(
 
     Exit codes: 0, or 1 with --fail-on-duplicates when duplicates exist or when closing one failed.
     """
+    from gitledger.cli.render import Progress
     from gitledger.features.audit.run import AuditOptions, run_audit
     from gitledger.features.audit.summary import write_step_summary
 
-    report = run_audit(
-        AuditOptions(
-            github_repo=github_repo,
-            repo_path=repo,
-            close=close_duplicates,
-            trailers=trailers,
-            commit_api_limit=commit_api_limit,
+    with Progress("auditing") as progress:
+        report = run_audit(
+            AuditOptions(
+                github_repo=github_repo,
+                repo_path=repo,
+                close=close_duplicates,
+                trailers=trailers,
+                commit_api_limit=commit_api_limit,
+                progress=lambda phase, done: progress.phase(f"auditing: {phase}", done),
+            )
         )
-    )
     write_step_summary(report, os.environ)
     if json_out:
         emit_json(report.to_json())

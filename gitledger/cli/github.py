@@ -80,9 +80,9 @@ def _body(body: str, body_file: Path | None) -> str:
         raise UsageError("use only one of --body and --body-file")
     try:
         if str(body_file) == "-":
-            import sys
+            from gitledger.cli.parse import read_stdin_once
 
-            return sys.stdin.read()
+            return read_stdin_once().decode("utf-8")
         return body_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read --body-file {body_file}: {exc}") from exc

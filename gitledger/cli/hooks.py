@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from gitledger.cli.app import app
+from gitledger.cli.app import JSON_OUT, app, emit_json
 from gitledger.core.errors import CheckError, GitledgerError
+
+if TYPE_CHECKING:
+    from gitledger.features.hooks.install import HookChange
 
 hooks_app = typer.Typer(
     name="hooks",
@@ -42,6 +46,7 @@ def install_command(
         help="Replace gitledger hooks written by another gitledger version. Foreign hooks are always "
         "kept and chained, never replaced.",
     ),
+    json_out: bool = JSON_OUT,
     repo: Path = REPO,
 ) -> None:
     """Install the commit-msg and pre-push hooks into the repository's hooks directory.
@@ -53,19 +58,25 @@ def install_command(
     """
     from gitledger.features.hooks.install import install
 
-    for change in install(repo, force=force):
-        typer.echo(change.describe())
+    _report(install(repo, force=force), json_out)
 
 
 @hooks_app.command("uninstall")
-def uninstall_command(repo: Path = REPO) -> None:
+def uninstall_command(json_out: bool = JSON_OUT, repo: Path = REPO) -> None:
     """Remove the gitledger hooks and put back, byte for byte, any hook they had chained.
 
     Hooks that gitledger did not write are left alone.
     """
     from gitledger.features.hooks.install import uninstall
 
-    for change in uninstall(repo):
+    _report(uninstall(repo), json_out)
+
+
+def _report(changes: list[HookChange], json_out: bool) -> None:
+    if json_out:
+        emit_json([{"hook": c.name, "path": str(c.path), "action": c.action} for c in changes])
+        return
+    for change in changes:
         typer.echo(change.describe())
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import Any
 
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
-from gitledger.cli.render import printable, table
+from gitledger.cli.render import Progress, printable, table
 from gitledger.core.errors import UsageError
 
 
@@ -19,7 +19,7 @@ def list_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
     from gitledger.session import open_session
 
     with open_session(repo) as session:
-        rows = list_entries(session)
+        rows = list_entries(session, Progress("reading the ledger"))
     if json_out:
         emit_json(rows)
         return
@@ -79,18 +79,23 @@ def show_command(key: str, json_out: bool = JSON_OUT, repo: Path | None = REPO) 
 @app.command("log")
 def log_command(
     key: str | None = typer.Argument(None, help="Only this key's history."),
-    limit: int = typer.Option(50, "--limit", "-n", help="Show at most this many events (newest last)."),
+    limit: int = typer.Option(50, "--limit", "-n", help="Show the newest N events."),
+    reverse: bool = typer.Option(
+        False, "--reverse", help="Oldest first (like git log --reverse: the same newest N events)."
+    ),
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
-    """The ledger's history: who did what, when, on which host (all keys, or one)."""
+    """The ledger's history, newest first like git log: who did what, when, on which host."""
     from gitledger.features.inspect import log_events
     from gitledger.session import open_session
 
     if limit <= 0:
         raise UsageError("--limit must be a positive number")
     with open_session(repo) as session:
-        events = log_events(session, key, limit)
+        events = log_events(session, key, limit)  # oldest first
+    if not reverse:
+        events.reverse()
     if json_out:
         emit_json([_clean(e) for e in events])
         return
@@ -148,22 +153,10 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
 
     with open_session(repo) as session:
         entries = pending(session)
-        quiet = json_out or len(entries) <= 20
-        with typer.progressbar(
-            entries, label="reconciling", file=cast(TextIO, _Null()) if quiet else None
-        ) as bar:
-            results = reconcile(session, bar)
+        results = reconcile(session, entries, Progress("reconciling", len(entries)))
     if json_out:
         emit_json(results)
     elif results:
         table(results, ["key", "result", "ref"])
     else:
         say("nothing to reconcile")
-
-
-class _Null:
-    def write(self, text: str) -> int:
-        return len(text)
-
-    def flush(self) -> None:
-        pass

@@ -34,7 +34,7 @@ Example (Claude Code .mcp.json / any MCP client):
   "command": "gitledger", "args": ["mcp-proxy", "--profile", "github", "--",
                                    "github-mcp-server", "stdio"]
 
-Needs the MCP SDK: pip install 'gitledger[mcp]'. See docs/mcp.md."""
+Needs the MCP SDK: pip install 'gitledger-agents[mcp]'. See docs/mcp.md."""
 
 _OPTIONS = {"--profile": "profile", "--task": "task", "--repo": "repo"}
 
@@ -83,8 +83,8 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     if importlib.util.find_spec("mcp") is None:
         print(
-            "gitledger: mcp-proxy needs the MCP SDK, which is not installed: install gitledger[mcp] "
-            "(pip install 'gitledger[mcp]')",
+            "gitledger: mcp-proxy needs the MCP SDK, which is not installed: install gitledger-agents[mcp] "
+            "(pip install 'gitledger-agents[mcp]')",
             file=sys.stderr,
         )
         return EXIT_ERROR

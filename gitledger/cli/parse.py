@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import Content
+
+# What '-' read from standard input, kept: the fast skip and, when it cannot answer, the full command
+# both ask for the content, and standard input can be read only once.
+_STDIN: list[bytes] = []
+
+
+def read_stdin_once() -> bytes:
+    """All of standard input as bytes, read on the first call and returned again on later ones."""
+    if not _STDIN:
+        _STDIN.append(sys.stdin.buffer.read() if sys.stdin is not None else b"")
+    return _STDIN[0]
 
 
 def content_from_options(content: str | None, content_file: Path | None, args: list[str] | None) -> Content:
@@ -16,6 +28,8 @@ def content_from_options(content: str | None, content_file: Path | None, args: l
     if content is not None:
         return Content.text(content)
     if content_file is not None:
+        if str(content_file) == "-":
+            return Content.raw(read_stdin_once())
         try:
             return Content.raw(content_file.read_bytes())
         except OSError as exc:
@@ -33,4 +47,4 @@ def content_from_options(content: str | None, content_file: Path | None, args: l
     return Content.empty()
 
 
-__all__ = ["content_from_options"]
+__all__ = ["content_from_options", "read_stdin_once"]

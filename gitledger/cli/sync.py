@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
+from gitledger.cli.render import Progress
 
 
 @app.command("sync")
@@ -26,8 +27,8 @@ def sync_command(
     from gitledger.git.sync import REF_KINDS
     from gitledger.session import open_session
 
-    with open_session(repo) as session:
-        name, report = sync(session, remote)
+    with open_session(repo) as session, Progress("syncing the ledger") as progress:
+        name, report = sync(session, remote, lambda phase: progress.phase(f"syncing the ledger: {phase}"))
     if json_out:
         emit_json(report.to_json())
         return
@@ -70,6 +71,7 @@ def init_command(
     ),
     undo: bool = typer.Option(False, "--undo", help="Remove exactly what init adds."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the changes without making them."),
+    json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
 ) -> None:
     """Configure a remote so 'git fetch' brings the ledger and the pre-push hook syncs it.
@@ -83,6 +85,9 @@ def init_command(
 
     with open_session(repo) as session:
         name, changes = init(session, remote, undo=undo, dry_run=dry_run)
+    if json_out:
+        emit_json({"remote": name, "undo": undo, "dry_run": dry_run, "changes": changes})
+        return
     prefix = "would have " if dry_run else ""
     for change in changes:
         say(prefix + change)

@@ -10,9 +10,13 @@ from gitledger.core.events import Entry, Event
 from gitledger.session import Session
 
 
-def list_entries(session: Session) -> list[dict[str, Any]]:
-    """One summary per ledger entry (key, task, step, state, outcome, ref, updated_at, duplicate)."""
-    return [entry.summary() for entry in session.store.entries()]
+def list_entries(
+    session: Session, progress: Callable[[Iterable[Entry]], Iterator[Entry]] = iter
+) -> list[dict[str, Any]]:
+    """One summary per ledger entry (key, task, step, state, outcome, ref, updated_at, duplicate).
+
+    ``progress`` wraps the loop over the entries (the CLI shows a count on a terminal)."""
+    return [entry.summary() for entry in progress(session.store.entries())]
 
 
 def load_entry(session: Session, key: str) -> Entry:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gitledger.git.sync import SyncReport
 from gitledger.session import Session
 
 
-def sync(session: Session, remote: str | None) -> tuple[str, SyncReport]:
-    """Fetch, merge and push the ledger; returns the remote's name and what happened."""
+def sync(
+    session: Session, remote: str | None, progress: Callable[[str], None] | None = None
+) -> tuple[str, SyncReport]:
+    """Fetch, merge and push the ledger; returns the remote's name and what happened. ``progress`` is
+    told each phase as it starts."""
     from gitledger.git.sync import LedgerSync, default_remote
 
     repo, store = session.git()
     name = default_remote(repo, remote or session.config.remote)
-    return name, LedgerSync(store, name).sync()
+    return name, LedgerSync(store, name).sync(progress=progress)
 
 
 def flush(session: Session) -> int:

@@ -79,7 +79,11 @@ def hooks_path(repo: Path) -> Path:
         raise UsageError(f"{repo} is not a directory; pass --repo a path inside a git repository")
     proc = run_git(["rev-parse", "--git-path", "hooks"], cwd=repo, check=False)
     if proc.returncode != 0:
-        raise GitError(f"{repo} is not inside a git repository; pass --repo a path inside one")
+        if "not a git repository" in proc.stderr:  # a usage error, exit 2 as everywhere else
+            raise UsageError(
+                f"{repo} is not inside a git repository; run 'git init' there or pass --repo PATH"
+            )
+        raise GitError(f"git cannot open {repo}: {proc.stderr.strip() or proc.returncode}")
     path = Path(proc.stdout.rstrip("\n"))
     return Path(os.path.abspath(path if path.is_absolute() else repo / path))
 

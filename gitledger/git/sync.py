@@ -417,14 +417,21 @@ class LedgerSync:
     def backoff(self, attempt: int) -> None:
         self.sleep(random.uniform(0.01, 0.05) * 2 ** min(attempt, 5))
 
-    def sync(self, push: bool = True) -> SyncReport:
-        """Fetch, merge and push until the remote accepts (bounded); return what happened."""
+    def sync(self, push: bool = True, progress: Callable[[str], None] | None = None) -> SyncReport:
+        """Fetch, merge and push until the remote accepts (bounded); return what happened.
+
+        ``progress`` is told each phase as it starts ("fetching", "merging", "pushing")."""
         report = SyncReport(self.remote)
+        tell = progress or (lambda phase: None)
         with self.repo.lock(SYNC_LOCK):
             for attempt in range(self.max_tries):
                 report.tries += 1
+                tell("fetching")
                 tips = self.fetch()
+                tell("merging")
                 self.merge(tips, report)
+                if push:
+                    tell("pushing")
                 if not push or self.push(tips, report):
                     return report
                 self.backoff(attempt)

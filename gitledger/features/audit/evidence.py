@@ -15,7 +15,6 @@ from gitledger.core.keys import (
     KEY_DIGEST_LEN,
     KEY_RE,
     MAX_LABEL_LEN,
-    TRAILER_TOKEN,
     Names,
 )
 
@@ -26,7 +25,6 @@ EVIDENCE_ORDER = ("marker", "trailer", "label", "branch")
 
 _KEY_BODY = KEY_RE.pattern.removeprefix("^").removesuffix("$")
 MARKER_RE = re.compile(r"<!--\s*gitledger:(" + _KEY_BODY + r")\s*-->")
-_TRAILER_LINE = re.compile(r"^\s*" + re.escape(TRAILER_TOKEN) + r"\s*:\s*(\S+)\s*$", re.IGNORECASE)
 _SLUG = r"[a-z0-9][a-z0-9_-]*"
 _BRANCH_EXACT = re.compile(rf"^(?P<task>{_SLUG})/(?P<step>{_SLUG})-(?P<digest>[0-9a-f]{{12}})$")
 _BRANCH_FAMILY = re.compile(rf"^(?P<task>{_SLUG})/(?P<step>{_SLUG}?)-(?P<digest>[0-9a-f]{{12}})[-/._+].*$")
@@ -116,19 +114,6 @@ def branch_ident(ref: str, names: Names) -> Ident | None:
 
 def marker_keys(body: str) -> list[str]:
     return sorted(set(MARKER_RE.findall(body or "")))
-
-
-def message_trailer_keys(message: str) -> set[str]:
-    """Keys in ``Gitledger-Key:`` trailers of a commit message (its last paragraph, as git reads them)."""
-    paragraphs = [p for p in re.split(r"\n[ \t]*\n", message.strip()) if p.strip()]
-    if not paragraphs:
-        return set()
-    found = set()
-    for line in paragraphs[-1].splitlines():
-        match = _TRAILER_LINE.match(line)
-        if match and KEY_RE.match(match[1]):
-            found.add(match[1])
-    return found
 
 
 def pull_evidence(pull: Pull, trailers: Iterable[str], names: Names) -> list[Evidence]:

@@ -75,6 +75,8 @@ class AuditOptions:
     trailers: str = "auto"
     commit_api_limit: int = DEFAULT_COMMIT_API_LIMIT
     env: Mapping[str, str] | None = None
+    # told each phase as it starts, with a count where there is one ("listing pull requests", 300)
+    progress: Callable[[str, int | None], None] | None = None
 
 
 @dataclass
@@ -148,24 +150,28 @@ def _origin_names(repo: GitRepo | None, full_name: str) -> str | None:
     return None
 
 
-def list_pulls(client: GitHubClient) -> list[Pull]:
+def list_pulls(client: GitHubClient, progress: Callable[[str, int | None], None] | None = None) -> list[Pull]:
     """Every PR of the repository in all states, oldest first (1 call per 100 PRs)."""
-    return [
-        Pull(
-            number=info.number,
-            url=info.html_url,
-            state=info.status,
-            title=info.title,
-            body=info.body,
-            head_ref=info.head_ref,
-            base_ref=info.base_ref,
-            head_sha=info.head_sha,
-            base_sha=info.base_sha,
-            labels=info.labels,
-            created_at=info.created_at,
+    tell = progress or (lambda phase, done: None)
+    pulls: list[Pull] = []
+    for info in client.iter_pulls(state="all", newest_first=False):
+        tell("listing pull requests", len(pulls))
+        pulls.append(
+            Pull(
+                number=info.number,
+                url=info.html_url,
+                state=info.status,
+                title=info.title,
+                body=info.body,
+                head_ref=info.head_ref,
+                base_ref=info.base_ref,
+                head_sha=info.head_sha,
+                base_sha=info.base_sha,
+                labels=info.labels,
+                created_at=info.created_at,
+            )
         )
-        for info in client.iter_pulls(state="all", newest_first=False)
-    ]
+    return pulls
 
 
 def scan_trailers(
@@ -250,10 +256,13 @@ def _origin_repo(repo: GitRepo | None) -> str | None:
 
 
 def _audit(ctx: GitHubClient, git_repo: GitRepo | None, names: Names, options: AuditOptions) -> AuditReport:
-    pulls = list_pulls(ctx)
+    tell = options.progress or (lambda phase, done: None)
+    tell("listing pull requests", None)
+    pulls = list_pulls(ctx, options.progress)
     warnings: list[str] = []
     ledger = None
     if git_repo is not None:
+        tell("reading the ledger", None)
         try:
             ledger = read_ledger(git_repo)
         except GitledgerError as exc:
@@ -261,6 +270,7 @@ def _audit(ctx: GitHubClient, git_repo: GitRepo | None, names: Names, options: A
                 f"the ledger could not be read ({exc.message}); stuck, unclaimed and missing refs are "
                 "not reported"
             )
+    tell("reading commit trailers", None)
     trailer_scan = scan_trailers(ctx, pulls, git_repo, options)
     warnings.extend(trailer_scan.warnings)
     evidence = {}
@@ -283,5 +293,6 @@ def _audit(ctx: GitHubClient, git_repo: GitRepo | None, names: Names, options: A
             ledger, {p.number for p in pulls}, ctx.web_url(), ctx.api_url, ctx.full_name
         )
     if options.close:
+        tell("closing duplicates", None)
         report.closed = close_duplicates(ctx, report.duplicates)
     return report

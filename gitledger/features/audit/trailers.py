@@ -17,8 +17,9 @@ from gitledger.core.keys import (
     KEY_RE,
     TRAILER_TOKEN,
 )
-from gitledger.features.audit.evidence import Pull, message_trailer_keys
+from gitledger.features.audit.evidence import Pull
 from gitledger.git.repo import GitRepo
+from gitledger.git.trailers import trailer_values
 
 if TYPE_CHECKING:
     from gitledger.github.port import GitHubClient
@@ -252,12 +253,18 @@ def read_trailers_api(ctx: GitHubClient, pulls: Sequence[Pull], limit: int) -> T
     """The fallback: list the commits of at most ``limit`` PRs through the API (open ones first)."""
     order = sorted(pulls, key=lambda p: (p.state != "open", -p.number))
     scan = TrailerScan("api")
+    owners: list[int] = []  # the PR of each message
+    messages: list[str] = []
     for pull in order[:limit]:
-        messages = ctx.pull_commit_messages(pull.number)
-        keys = set().union(*(message_trailer_keys(m) for m in messages)) if messages else set()
-        if keys:
-            scan.keys[pull.number] = keys
+        for message in ctx.pull_commit_messages(pull.number):
+            owners.append(pull.number)
+            messages.append(message)
         scan.scanned += 1
+    # the trailers as git reads them, all messages in one git process
+    for number, values in zip(owners, trailer_values(messages, TRAILER_TOKEN), strict=True):
+        keys = {v for v in values if KEY_RE.match(v)}
+        if keys:
+            scan.keys.setdefault(number, set()).update(keys)
     scan.skipped = max(0, len(order) - limit)
     if scan.skipped:
         scan.warnings.append(

@@ -1,0 +1,77 @@
+"""Helpers for the packaging tests: the distributions built once per session, throwaway virtualenvs.
+
+These tests install packages from the package index (CI has it); every step is bounded in time.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testing.repos import ROOT
+
+BUILD_TIMEOUT = 240
+INSTALL_TIMEOUT = 300
+
+
+def pyproject() -> dict[str, Any]:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The environment without this checkout on PYTHONPATH (conftest puts it there), pip kept quiet."""
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME"}}
+    env.update({"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_PROGRESS_BAR": "off"})
+    env.update(extra)
+    return env
+
+
+def run(
+    argv: list[str], *, timeout: float, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env=clean_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> str:
+    """stdout of a process that must have succeeded; its output in the assertion message otherwise."""
+    output = f"{proc.stdout[-4000:]}{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, f"{proc.args} exited {proc.returncode}\n{output}"
+    return proc.stdout
+
+
+@dataclass(frozen=True)
+class Dists:
+    sdist: Path
+    wheel: Path  # built from the sdist, not from the checkout
+
+
+@functools.cache
+def dists() -> Dists:
+    """``python -m build`` of this checkout: the sdist, then the wheel built from that sdist."""
+    out = Path(tempfile.mkdtemp(prefix="gitledger-dists-"))
+    ok(run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], timeout=BUILD_TIMEOUT))
+    [sdist] = out.glob("*.tar.gz")
+    [wheel] = out.glob("*.whl")
+    return Dists(sdist, wheel)
+
+
+def make_venv(path: Path) -> Path:
+    """A fresh virtualenv with pip; returns its bin directory."""
+    ok(run([sys.executable, "-m", "venv", str(path)], timeout=120))
+    return path / "bin"
