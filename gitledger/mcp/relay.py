@@ -198,7 +198,8 @@ class Relay:
         self.finished = threading.Event()
         self.tools_lock = threading.Lock()  # updates of guard.tools
         self.listing_lock = threading.Lock()  # one listing of the relay's own at a time
-        self.tools_complete = False  # the guard has seen a whole tools/list
+        self.tools_complete = False  # the guard has seen a whole tools/list (since the last change)
+        self.tools_stale = False  # the upstream said its tools changed; calls wait for the new list
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -333,7 +334,7 @@ class Relay:
         if method == "tools/call" and _trackable(ident) and isinstance(params, dict):
             name = params.get("name")
             if isinstance(name, str):
-                if not self.tools_complete and name not in self.guard.tools:
+                if not self.tools_complete and (self.tools_stale or name not in self.guard.tools):
                     self._spawn(ident, self._decide_later, ident, name, params, line)
                     return
                 if self.guard.rule_for(name) is not None:
@@ -445,6 +446,8 @@ class Relay:
                 self._learn(_infos(message.get("result")), whole=not later_page and not _next(message))
             return False
         if method == "notifications/tools/list_changed":
+            # calls from now on wait for the relay's own new listing (set before the agent hears of it)
+            self.tools_stale, self.tools_complete = True, False
             _thread(self._refresh)
         return False
 
@@ -456,7 +459,7 @@ class Relay:
         with self.tools_lock:
             if whole:
                 self.guard.set_tools(infos)
-                self.tools_complete = True
+                self.tools_complete, self.tools_stale = True, False
             else:
                 known = dict(self.guard.tools)
                 known.update((info.name, info) for info in infos)
@@ -484,8 +487,8 @@ class Relay:
                 if not isinstance(cursor, str) or not cursor:
                     break
         except UpstreamError as exc:
-            if not exc.unknown:  # the server refuses to list: decide without annotations
-                self.tools_complete = True
+            if not exc.unknown:  # the server refuses to list: decide with what is known
+                self.tools_complete, self.tools_stale = True, False
             return
         self._learn(infos, whole=True)
 
