@@ -2,30 +2,30 @@
 
     python benchmarks/bench_mcp_proxy.py [--calls 40] [--baseline REV] [--json OUT]
 
-One SDK client per mode talks over stdio to the fake GitHub MCP server of the tests
-(tests/mcp_upstream.py): ``direct``, through this checkout's ``gitledger mcp-proxy --profile github``
-(``proxy``) and, with ``--baseline REV``, through the proxy of another revision (``baseline``: its
-``gitledger/`` exported with ``git archive`` as benchmarks/ab.py does; nothing in the repository
-changes). All clients are connected at once and measured round by round, the order of the modes
-rotating, so a load change on the machine hits every mode alike. Per call:
+Modes: the fake GitHub MCP server of the tests (tests/mcp_upstream.py) ``direct``, through this
+checkout's ``gitledger mcp-proxy --profile github`` (``proxy``) and, with ``--baseline REV``, through
+the proxy of another revision (``baseline``: its ``gitledger/`` exported with ``git archive`` as
+benchmarks/ab.py does; nothing in the repository changes). Every measurement interleaves the modes,
+round by round with the order rotating, so a load change on the machine hits every mode alike.
 
-- ``ping``: the upstream's ``ping`` (the bare cost of one more hop: no tool, no file I/O);
-- ``read``: ``get_me`` (readOnlyHint: passed straight through by the proxy);
-- ``guarded_new``: ``create_pull_request`` for a new head (a new key: the proxy claims, asks the
-  upstream's ``list_pull_requests``, calls the upstream, records ``done`` with the whole result);
-- ``list``: the upstream's ``list_pull_requests`` itself, directly (the one read a new guarded call
-  adds by design);
-- ``replayed``: the same intent again through the proxy (answered from the ledger).
+1. A raw JSON-lines client per mode (no SDK on either side of the proxy; its own fake GitHub state)
+   times ``raw_ping`` and ``raw_read`` (``get_me``): without the SDK client's own jitter, the hop the
+   proxy adds is what remains. The SDK-based proxy of older revisions answers ``ping`` itself (the
+   relay forwards it), so compare ``raw_read`` across revisions.
+2. An SDK client per mode, all connected at once, per round:
 
-A raw JSON-lines client (one more process per mode, no SDK on either side of the proxy) then times
-``raw_ping`` and ``raw_read`` (``get_me``), the modes interleaved call by call: the SDK client's own
-jitter left out, the hop the proxy adds is what remains. The SDK-based proxy of older revisions
-answers ``ping`` itself (the relay forwards it), so compare ``raw_read`` across revisions.
+   - ``ping``: the upstream's ``ping``;
+   - ``read``: ``get_me`` (readOnlyHint: passed straight through by the proxy);
+   - ``guarded_new``: ``create_pull_request`` for a new head (a new key: the proxy claims, asks the
+     upstream's ``list_pull_requests``, calls the upstream, records ``done`` with the whole result);
+   - ``list``: the upstream's ``list_pull_requests`` itself, directly (the one read a new guarded
+     call adds by design);
+   - ``replayed``: the same intent again through the proxy (answered from the ledger).
 
-Then, per mode, ``--calls`` pings and ``--calls`` reads in a row, and the CPU time (all threads, from
-``/proc/PID/task/*/schedstat``) the proxy process spent per call (``cpu_ping``, ``cpu_read``; for
-``direct``, the upstream's own): what a pass-through call costs the proxy, which the load of a shared
-machine does not inflate the way it inflates wall time.
+3. Per mode, 5 x ``--calls`` pings and as many reads in a row, and the CPU time (user + system, all
+   threads, from ``/proc/PID/stat``) the proxy process spent per call (``cpu_ping``, ``cpu_read``; for
+   ``direct``, the upstream's own): what a pass-through call costs the proxy, which the load of a
+   shared machine does not inflate the way it inflates wall time.
 
 Also the in-process fresh step (``StepRunner.run`` on a new key, the ledger work of one step) on the
 same repository, so that ``guarded_new(proxy) - guarded_new(direct) - list(direct)`` can be compared
@@ -52,18 +52,15 @@ from benchmarks.common import PY, bench_env, init_repo, summarize, use_isolated_
 
 UPSTREAM = str(ROOT / "tests" / "mcp_upstream.py")
 WARMUP = 2  # rounds per mode not counted (first calls: imports, the proxy's first tools listing)
+CPU_CALLS = 5  # x --calls pass-through calls per CPU measurement (the clock ticks 100 times a second)
 
 
-def _cpu_ns(pidfile: Path) -> int:
-    """CPU time (ns, all threads) of the process whose pid is in ``pidfile`` (Linux schedstat)."""
+def _cpu_s(pidfile: Path) -> float:
+    """CPU time (user + system, s) of the process whose pid is in ``pidfile``, its ended threads
+    included (``/proc/PID/stat``; clock ticks, hence the many calls per measurement)."""
     pid = pidfile.read_text().split()[0]
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            total += int((task / "schedstat").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that just ended
-    return total
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def _connect(stack: AsyncExitStack, mode: str, repo: Path, state: Path, baseline: Path | None) -> Any:
@@ -124,7 +121,7 @@ async def _measure(
                 mode = modes[(i + k) % len(modes)]
                 await _round(sessions[mode], mode, i, out[mode] if i >= 0 else None)
         # CPU time per pass-through call, in the proxy process itself (load on the machine delays a
-        # call but does not add CPU time to it): `calls` pings, then `calls` read-only calls
+        # call but does not add CPU time to it): CPU_CALLS x calls pings, then as many reads
         for mode in modes:
             pidfile = state.parent / f"{mode}.pid"
             session = sessions[mode]
@@ -132,10 +129,10 @@ async def _measure(
                 ("ping", session.send_ping),
                 ("read", lambda s=session: s.call_tool("get_me", {})),
             ):
-                before = _cpu_ns(pidfile)
-                for _ in range(calls):
+                before = _cpu_s(pidfile)
+                for _ in range(CPU_CALLS * calls):
                     await send()
-                out[mode][f"cpu_{name}"] = [(_cpu_ns(pidfile) - before) / calls / 1e9]
+                out[mode][f"cpu_{name}"] = [(_cpu_s(pidfile) - before) / (CPU_CALLS * calls)]
     return out
 
 
@@ -241,8 +238,9 @@ def main(argv: list[str] | None = None) -> int:
             baseline = export(opts.baseline, Path(tmp) / "baseline")
         repo = init_repo(Path(tmp) / "repo")
         state = Path(tmp) / "github.json"
+        raw = _raw_rounds(repo, Path(tmp) / "raw.json", opts.calls, modes, baseline)
         measured = anyio.run(_measure, repo, state, opts.calls, modes, baseline)
-        for mode, samples in _raw_rounds(repo, state, opts.calls, modes, baseline).items():
+        for mode, samples in raw.items():
             measured[mode].update(samples)
         fresh = _fresh_steps(repo, opts.calls)
     med = {mode: {name: summarize(v)["median"] for name, v in m.items()} for mode, m in measured.items()}
