@@ -357,3 +357,34 @@ def _alive(pid: int) -> bool:
     with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:  # a zombie is not alive
         return stat.read().split()[2] != "Z"
     return True
+
+
+def test_the_proxy_runs_with_no_sdk_pydantic_anyio_typer_or_pygithub_importable(world: World) -> None:
+    blocked = ("mcp", "mcp_types", "pydantic", "anyio", "typer", "click", "github")
+    code = (
+        "import sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None\n"
+        "from gitledger.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    raw = Raw(
+        [sys.executable, "-c", code, *PROXY[3:], sys.executable, UPSTREAM],
+        world.env(),
+        world.repo,
+        world.stderr,
+    )
+    world.procs.append(raw)
+    assert json.loads(raw.initialize())["result"]["serverInfo"]["name"] == "fake-github-mcp"
+    raw.send(call(2, "get_me", {}))
+    assert "result" in raw.until(answer_to(2))[-1]
+    pr = {"owner": "acme", "repo": "widgets", "head": "agent/x", "base": "main", "title": "Fix"}
+    raw.send(call(3, "create_pull_request", pr))
+    made = raw.until(answer_to(3))[-1]["result"]
+    raw.send(call(4, "create_pull_request", {**pr, "title": "Fix, reworded"}))
+    again = raw.until(answer_to(4))[-1]["result"]
+    assert (
+        made["structuredContent"]["number"] == 1 and again["structuredContent"] == made["structuredContent"]
+    )
+    assert again["_meta"]["io.gitledger/replayed"] is True
+    assert raw.close() == 0, world.stderr.read_text()
+    assert len(world.github()["pulls"]) == 1
