@@ -41,7 +41,8 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 CONNECTION_CLOSED = -32000  # the MCP SDKs' codes for a lost connection and a timed-out request:
 REQUEST_TIMEOUT = -32001  # an upstream error with one of them leaves the outcome unknown
-GONE = "gitledger: the upstream MCP server is gone"
+GONE = "gitledger: the upstream MCP server is gone"  # the error of requests it leaves unanswered
+LOST = "the upstream MCP server exited or closed its output"
 OWN_ID = "gitledger-proxy-"
 MAX_PAGES = 1000  # tools/list pages the relay follows when it lists the tools itself
 WORKER_GRACE = 30.0  # seconds guarded calls in flight get to finish (and be recorded) at the end
@@ -230,14 +231,18 @@ class Relay:
             self._reap()
 
     def _from_agent(self) -> None:
-        for line in _lines(self.agent_in):
-            self._agent_line(line)
-        self._finish("eof")
+        try:
+            for line in _lines(self.agent_in):
+                _guarded_step(self._agent_line, line)
+        finally:
+            self._finish("eof")
 
     def _from_upstream(self, fd: int) -> None:
-        for line in _lines(fd):
-            self._upstream_line(line)
-        self._lost()
+        try:
+            for line in _lines(fd):
+                _guarded_step(self._upstream_line, line)
+        finally:
+            self._lost()
 
     def _finish(self, reason: str) -> None:
         with self.lock:
@@ -368,6 +373,9 @@ class Relay:
             self._lost()
 
     def _spawn(self, ident: Any, target: Any, *args: Any) -> None:
+        """Run ``target`` in a worker the end of the relay waits for; once the upstream is gone, answer
+        at once instead (nothing would be sent, and a late worker could be cut off mid-record)."""
+
         def work() -> None:
             try:
                 target(*args)
@@ -378,13 +386,21 @@ class Relay:
 
         worker = threading.Thread(target=work, daemon=True)
         with self.lock:
-            self.handling.add(ident)
-            self.workers.add(worker)
-        worker.start()
+            gone = self.gone
+            if not gone:
+                self.handling.add(ident)
+                self.workers.add(worker)
+        if gone:
+            self.agent.write(_error(ident, CONNECTION_CLOSED, GONE))
+        else:
+            worker.start()
 
     def _decide_later(self, ident: Any, name: str, params: dict[str, Any], line: bytes) -> None:
         """A call of a tool the guard has not seen listed: list the tools first, then decide."""
         self._ensure_tools()
+        if self.gone:
+            self.agent.write(_error(ident, CONNECTION_CLOSED, GONE))
+            return
         if self.guard.rule_for(name) is not None:
             self._guarded(ident, name, params)
             return
@@ -498,8 +514,8 @@ class Relay:
         """Send a request of the relay's own and wait for its result; raises :class:`UpstreamError`."""
         waiter = _Waiter()
         with self.lock:
-            if self.gone:
-                raise UpstreamError(CONNECTION_CLOSED, GONE, unknown=True)
+            if self.gone:  # nothing is sent: the outcome is known
+                raise UpstreamError(CONNECTION_CLOSED, f"{LOST}; nothing was sent", unknown=False)
             ident = f"{OWN_ID}{next(self.ids)}"
             self.own[ident] = waiter
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
@@ -510,7 +526,7 @@ class Relay:
         waiter.done.wait()
         response = waiter.response
         if response is None:
-            raise UpstreamError(CONNECTION_CLOSED, GONE, unknown=True)
+            raise UpstreamError(CONNECTION_CLOSED, LOST, unknown=True)
         if "error" in response:
             code, text = _error_fields(response["error"])
             raise UpstreamError(code, text, unknown=code in (CONNECTION_CLOSED, REQUEST_TIMEOUT))
@@ -545,6 +561,18 @@ def _thread(target: Any, *args: Any) -> threading.Thread:
     thread = threading.Thread(target=target, args=args, daemon=True)
     thread.start()
     return thread
+
+
+def _guarded_step(step: Any, line: bytes) -> None:
+    """One line through ``step``; a bug is one line on stderr, and the relay goes on with the next."""
+    try:
+        step(line)
+    except Exception as exc:
+        if os.environ.get("GITLEDGER_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        _say(f"gitledger: mcp-proxy internal error on a message: {type(exc).__name__}: {exc}")
 
 
 def _say(line: str) -> None:
