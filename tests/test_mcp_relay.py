@@ -388,3 +388,16 @@ def test_the_proxy_runs_with_no_sdk_pydantic_anyio_typer_or_pygithub_importable(
     assert again["_meta"]["io.gitledger/replayed"] is True
     assert raw.close() == 0, world.stderr.read_text()
     assert len(world.github()["pulls"]) == 1
+
+
+def test_a_cancelled_guarded_call_is_not_passed_on_and_still_finishes_and_is_recorded(world: World) -> None:
+    raw = world.raw(FAKE_MCP_SLOW="1")
+    raw.initialize()
+    pr = {"owner": "acme", "repo": "widgets", "head": "agent/y", "base": "main", "title": "Fix"}
+    raw.send(call(5, "create_pull_request", pr))
+    cancel = raw.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}})
+    late = raw.until(answer_to(5))[-1]  # the late answer (a client ignores it)
+    assert late["result"]["structuredContent"]["number"] == 1
+    assert cancel not in world.sent()  # the upstream never saw request 5 under that id
+    assert raw.close() == 0
+    assert [e["state"] for e in world.ledger()] == ["done"]
