@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,49 @@ def test_cli_install_dry_run_and_uninstall(tmp_path: Path) -> None:
     assert json.loads(settings.read_text()) == FOREIGN
     bad = run_gitledger("agent", "install", "cursor", cwd=tmp_path)
     assert bad.returncode == 2 and "unknown agent" in bad.stderr
+
+
+def _fake_claude(tmp_path: Path, version: str) -> dict[str, str]:
+    """A 'claude' on PATH that prints ``version`` for --version (a real executable, not a mock)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "claude"
+    script.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo '{version}' && exit 0\nexit 1\n")
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _handlers(settings: Path) -> list[dict[str, object]]:
+    hooks = json.loads(settings.read_text())["hooks"]
+    return [h for group in hooks["PreToolUse"] for h in group["hooks"]]
+
+
+@pytest.mark.parametrize(
+    ("version", "flag", "blocks"),
+    [
+        ("2.1.295 (Claude Code)", None, True),
+        ("2.2.0 (Claude Code)", None, True),
+        ("2.1.294 (Claude Code)", None, False),
+        ("not a version", None, False),
+        ("2.1.294 (Claude Code)", "--fail-closed", True),
+        ("2.2.0 (Claude Code)", "--no-fail-closed", False),
+    ],
+)
+def test_install_sets_on_failure_block_where_claude_supports_it(
+    tmp_path: Path, version: str, flag: str | None, blocks: bool
+) -> None:
+    env = _fake_claude(tmp_path, version)
+    args = ["agent", "install", "claude", "--repo", str(tmp_path), *([flag] if flag else [])]
+    done = run_gitledger(*args, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    handlers = _handlers(tmp_path / ".claude" / "settings.json")
+    assert handlers and all((h.get("onFailure") == "block") is blocks for h in handlers)
+    assert blocks == ('"onFailure":"block"' in done.stderr)  # the --settings form says the same
+
+
+def test_install_without_claude_on_path_leaves_on_failure_out(tmp_path: Path) -> None:
+    done = run_gitledger(
+        "agent", "install", "claude", "--repo", str(tmp_path), cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}
+    )
+    assert done.returncode == 0, done.stderr
+    assert all("onFailure" not in h for h in _handlers(tmp_path / ".claude" / "settings.json"))

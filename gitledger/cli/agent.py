@@ -32,6 +32,15 @@ def install(
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resulting file; change nothing."),
     uninstall: bool = typer.Option(False, "--uninstall", help="Remove gitledger's entries, keep the rest."),
     repo: Path = typer.Option(Path("."), "--repo", help="The project directory (for --project)."),
+    fail_closed: bool | None = typer.Option(
+        None,
+        "--fail-closed/--no-fail-closed",
+        help=(
+            "Claude Code: add onFailure: block, so a hook that crashes or times out refuses the call "
+            "(default: when 'claude --version' is 2.1.295 or newer)."
+        ),
+        show_default=False,
+    ),
 ) -> None:
     """Merge the agent guard's hook entries into the agent's settings file, idempotently.
 
@@ -39,7 +48,13 @@ def install(
     --bare skips settings files but honours --settings).
     """
     from gitledger.core.errors import UsageError
-    from gitledger.features.agent.install import PATHS, apply, plan_install
+    from gitledger.features.agent.install import (
+        PATHS,
+        apply,
+        parse_version,
+        plan_install,
+        supports_on_failure,
+    )
 
     if agent not in PATHS:
         raise UsageError(f"unknown agent {agent!r}; use one of: {', '.join(PATHS)}")
@@ -47,7 +62,14 @@ def install(
         raise UsageError("choose --user or --project, not both")
     local, home = PATHS[agent]
     path = Path(home).expanduser() if user else repo.resolve() / local
-    plan = plan_install(agent, path, uninstall)
+    if fail_closed is None:
+        fail_closed = False
+        if agent == "claude" and not uninstall:
+            from gitledger.local.agents import claude_version_text
+
+            found = claude_version_text()
+            fail_closed = supports_on_failure(parse_version(found) if found else None)
+    plan = plan_install(agent, path, uninstall, fail_closed=fail_closed)
     if dry_run:
         typer.echo(plan.after, nl=False)
         typer.echo(

@@ -189,6 +189,7 @@ class GitRepo:
         self.zero_oid = "0" * (64 if object_format == "sha256" else 40)
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
+        self._remote_urls: dict[str, str | None] = {}
 
     @classmethod
     def init_bare(cls, path: str | os.PathLike[str]) -> GitRepo:
@@ -269,6 +270,15 @@ class GitRepo:
 
     def out(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode().strip()
+
+    def remote_url(self, name: str = "origin") -> str | None:
+        """The URL of remote ``name`` as git resolves it (``insteadOf`` applied), None when there is no
+        such remote; asked once per repository object."""
+        if name not in self._remote_urls:
+            proc = self.run("remote", "get-url", "--", name, check=False)
+            url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+            self._remote_urls[name] = url or None
+        return self._remote_urls[name]
 
     # -- objects -----------------------------------------------------------------------------------
 

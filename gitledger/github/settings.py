@@ -137,11 +137,7 @@ def _repository(repo: str | None, git_repo: GitRepo | None) -> str:
         if not _OWNER_REPO.match(text):
             raise GitHubSettingsError(f"GitHub repository {text!r} must look like OWNER/NAME")
         return text
-    url = None
-    if git_repo is not None:
-        proc = git_repo.run("remote", "get-url", "origin", check=False)
-        if proc.returncode == 0:
-            url = proc.stdout.decode(errors="replace").strip()
+    url = git_repo.remote_url("origin") if git_repo is not None else None
     parsed = parse_remote_url(url) if url else None
     if parsed:
         return parsed

@@ -141,8 +141,7 @@ class AgentGuard:
 
         if self.ws.repo is None:
             return None
-        proc = self.ws.repo.run("remote", "get-url", "origin", check=False)
-        url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+        url = self.ws.repo.remote_url("origin")
         return parse_remote_url(url) if url else None
 
     def load(self, step: StepKey) -> Entry:
@@ -221,8 +220,7 @@ class AgentGuard:
         if self.ws.config.github_repo and not effect.remote:
             return self.ws.config.github_repo
         remote = effect.remote or "origin"
-        proc = self.repo.run("remote", "get-url", remote, check=False)
-        url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+        url = self.repo.remote_url(remote)
         parsed = parse_remote_url(url) if url else None
         if parsed:
             return parsed

@@ -35,6 +35,9 @@ CLAUDE_IFS = (
     "Bash(git push *)",
 )
 MCP_MATCHER = "mcp__github__.*|mcp__plugin_.*_github__.*"
+ON_FAILURE_SINCE = (2, 1, 295)
+"""The first Claude Code version with a hook handler's ``onFailure: "block"``: a hook that crashes or
+times out then refuses the call instead of letting it through (docs/agents.md, "Failure behaviour")."""
 PATHS = {
     "claude": (".claude/settings.json", "~/.claude/settings.json"),
     "codex": (".codex/hooks.json", "~/.codex/hooks.json"),
@@ -42,23 +45,41 @@ PATHS = {
 }
 
 
-def hook_entries(agent: str, command: str = "gitledger") -> dict[str, list[dict[str, Any]]]:
-    """The hook entries of ``agent``, by event."""
+def supports_on_failure(version: tuple[int, ...] | None) -> bool:
+    """Whether a Claude Code of ``version`` honours ``onFailure: "block"`` (None: unknown, so no)."""
+    return version is not None and version >= ON_FAILURE_SINCE
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``(2, 1, 295)`` from ``claude --version`` output such as ``2.1.295 (Claude Code)``."""
+    for word in text.split():
+        parts = word.split(".")
+        if len(parts) >= 2 and all(part.isdigit() for part in parts):
+            return tuple(int(part) for part in parts)
+    return None
+
+
+def hook_entries(
+    agent: str, command: str = "gitledger", *, fail_closed: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """The hook entries of ``agent``, by event. ``fail_closed`` (Claude Code only) adds
+    ``onFailure: "block"`` to the handlers that guard tool calls."""
     run = f"{command} agent-hook {agent}"
     if agent == "claude":
+        block = {"onFailure": "block"} if fail_closed else {}
 
         def handlers(event: str) -> list[dict[str, Any]]:
             return [
                 {
                     "matcher": "Bash",
                     "hooks": [
-                        {"type": "command", "if": rule, "command": f"{run} {event}", "timeout": 60}
+                        {"type": "command", "if": rule, "command": f"{run} {event}", "timeout": 60, **block}
                         for rule in CLAUDE_IFS
                     ],
                 },
                 {
                     "matcher": MCP_MATCHER,
-                    "hooks": [{"type": "command", "command": f"{run} {event}", "timeout": 60}],
+                    "hooks": [{"type": "command", "command": f"{run} {event}", "timeout": 60, **block}],
                 },
             ]
 
@@ -128,11 +149,13 @@ def strip(settings: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def merge(settings: dict[str, Any], agent: str, command: str = "gitledger") -> dict[str, Any]:
+def merge(
+    settings: dict[str, Any], agent: str, command: str = "gitledger", *, fail_closed: bool = False
+) -> dict[str, Any]:
     """``settings`` with gitledger's entries (re)installed, everything else untouched."""
     result = strip(settings)
     hooks = dict(result.get("hooks") or {})
-    for event, groups in hook_entries(agent, command).items():
+    for event, groups in hook_entries(agent, command, fail_closed=fail_closed).items():
         hooks[event] = [*(hooks.get(event) or []), *groups]
     result["hooks"] = hooks
     return result
@@ -150,7 +173,9 @@ class InstallPlan:
         return self.before != self.after
 
 
-def plan_install(agent: str, path: Path, uninstall: bool = False, command: str = "gitledger") -> InstallPlan:
+def plan_install(
+    agent: str, path: Path, uninstall: bool = False, command: str = "gitledger", *, fail_closed: bool = False
+) -> InstallPlan:
     try:
         before = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -165,9 +190,9 @@ def plan_install(agent: str, path: Path, uninstall: bool = False, command: str =
         ) from exc
     if not isinstance(current, dict):
         raise UsageError(f"{path} does not hold a JSON object; fix it first")
-    new = strip(current) if uninstall else merge(current, agent, command)
+    new = strip(current) if uninstall else merge(current, agent, command, fail_closed=fail_closed)
     after = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
-    flag = json.dumps({"hooks": hook_entries(agent, command)}, separators=(",", ":"))
+    flag = json.dumps({"hooks": hook_entries(agent, command, fail_closed=fail_closed)}, separators=(",", ":"))
     return InstallPlan(path, before, after, flag)
 
 
@@ -180,4 +205,15 @@ def apply(plan: InstallPlan) -> None:
     tmp.replace(plan.path)
 
 
-__all__ = ["PATHS", "InstallPlan", "apply", "hook_entries", "merge", "plan_install", "strip"]
+__all__ = [
+    "ON_FAILURE_SINCE",
+    "PATHS",
+    "InstallPlan",
+    "apply",
+    "hook_entries",
+    "merge",
+    "parse_version",
+    "plan_install",
+    "strip",
+    "supports_on_failure",
+]

@@ -245,8 +245,8 @@ def _origin_repo(repo: GitRepo | None) -> str | None:
 
     if repo is None:
         return None
-    proc = repo.run("remote", "get-url", "origin", check=False)
-    return parse_remote_url(proc.stdout.decode(errors="replace")) if proc.returncode == 0 else None
+    url = repo.remote_url("origin")
+    return parse_remote_url(url) if url else None
 
 
 def _audit(ctx: GitHubClient, git_repo: GitRepo | None, names: Names, options: AuditOptions) -> AuditReport:
