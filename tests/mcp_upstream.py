@@ -17,6 +17,14 @@ Behaviour switches (environment, for the tests only):
   window in which a test SIGKILLs the proxy); ``FAKE_MCP_EFFECT_MARK=PATH``: touch PATH at that moment.
 - ``FAKE_MCP_CRASH=TOOL``: exit the process when TOOL is called, before any effect.
 - ``FAKE_MCP_FAIL=TOOL``: answer TOOL with an error result (``isError``), no effect.
+- ``FAKE_MCP_WIRE=PATH``: append every line that arrives on stdin to PATH, as received (what a proxy
+  in front of this server forwarded, byte for byte).
+
+Tools that reach back to the client (for the relay's pass-through tests): ``ask_client`` sends a
+sampling, elicitation or roots request to the client and returns its answer; ``count_slowly`` sends
+progress notifications and records a cancellation in the state (``calls``: ``count_slowly:cancelled``);
+``make_notes_read_only`` re-annotates ``send_note`` as read-only and notifies
+``notifications/tools/list_changed``.
 """
 
 from __future__ import annotations
@@ -146,7 +154,26 @@ TOOLS = [
         input_schema=_schema({"text": "string"}, ["text"]),
         annotations=types.ToolAnnotations(read_only_hint=False),
     ),
+    types.Tool(
+        name="ask_client",
+        description="Ask the client (what: sampling, elicitation or roots) and return its answer.",
+        input_schema=_schema({"what": "string"}, ["what"]),
+        annotations=READ,
+    ),
+    types.Tool(
+        name="count_slowly",
+        description="Count to 'to', one progress notification per step, 'delay' seconds apart.",
+        input_schema=_schema({"to": "integer", "delay": "number"}, ["to"]),
+        annotations=READ,
+    ),
+    types.Tool(
+        name="make_notes_read_only",
+        description="From now on send_note is listed as read-only (notifies tools/list_changed).",
+        input_schema=_schema({}, []),
+        annotations=types.ToolAnnotations(read_only_hint=False, idempotent_hint=True),
+    ),
 ]
+INTERACTIVE = ("ask_client", "count_slowly", "make_notes_read_only")
 
 
 @contextmanager
@@ -264,8 +291,53 @@ def _read(name: str, a: dict[str, Any]) -> types.CallToolResult:
         return _text_json({"login": "fake-agent"})
 
 
+def _notes_read_only() -> bool:
+    path = Path(os.environ["FAKE_MCP_STATE"])
+    return path.exists() and bool(json.loads(path.read_text()).get("notes_read_only"))
+
+
 async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    if _notes_read_only():
+        return types.ListToolsResult(
+            tools=[t.model_copy(update={"annotations": READ}) if t.name == "send_note" else t for t in TOOLS]
+        )
     return types.ListToolsResult(tools=TOOLS)
+
+
+async def _interactive(ctx: Any, name: str, a: dict[str, Any]) -> types.CallToolResult:
+    if name == "ask_client":
+        if a["what"] == "sampling":
+            message = types.SamplingMessage(role="user", content=types.TextContent(text="What is 2 + 2?"))
+            sampled = await ctx.session.create_message(
+                [message], max_tokens=10, related_request_id=ctx.request_id
+            )
+            return _text_json({"sampled": sampled.content.text, "model": sampled.model})
+        if a["what"] == "elicitation":
+            schema = {"type": "object", "properties": {"branch": {"type": "string"}}, "required": ["branch"]}
+            elicited = await ctx.session.elicit_form(
+                "Which branch?", schema, related_request_id=ctx.request_id
+            )
+            return _text_json({"action": elicited.action, "content": elicited.content})
+        roots = await ctx.session.list_roots()
+        return _text_json({"roots": [str(r.uri) for r in roots.roots]})
+    if name == "count_slowly":
+        token = (ctx.meta or {}).get("progress_token")
+        try:
+            for step in range(1, int(a["to"]) + 1):
+                if token is not None:
+                    await ctx.session.send_progress_notification(
+                        token, step, a["to"], related_request_id=str(ctx.request_id)
+                    )
+                await anyio.sleep(float(a.get("delay", 0)))
+        except anyio.get_cancelled_exc_class():
+            with state() as s:
+                s["calls"].append("count_slowly:cancelled")
+            raise
+        return _text_json({"counted": a["to"]})
+    with state() as s:  # make_notes_read_only
+        s["notes_read_only"] = True
+    await ctx.session.send_tool_list_changed()
+    return _text_json({"ok": True})
 
 
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -280,6 +352,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     missing = [f for f in tool.input_schema.get("required", []) if f not in args]
     if missing:
         return _error(f"missing required parameter: {missing[0]}")
+    if name in INTERACTIVE:
+        return await _interactive(ctx, name, args)
     if tool.annotations is READ:
         return _read(name, args)
     return _write(name, args)
@@ -330,5 +404,26 @@ async def main() -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def _tap_stdin(wire: str) -> None:
+    """Put a pipe in place of stdin, fed by a thread that also appends each line to ``wire``."""
+    import threading
+
+    read_end, write_end = os.pipe()
+    source = os.dup(0)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def copy() -> None:
+        with open(source, "rb") as incoming, open(wire, "ab", buffering=0) as log:
+            for line in incoming:
+                log.write(line)
+                os.write(write_end, line)
+        os.close(write_end)
+
+    threading.Thread(target=copy, daemon=True).start()
+
+
 if __name__ == "__main__":
+    if os.environ.get("FAKE_MCP_WIRE"):
+        _tap_stdin(os.environ["FAKE_MCP_WIRE"])
     sys.exit(anyio.run(main))

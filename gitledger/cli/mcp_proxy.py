@@ -1,16 +1,16 @@
 """``gitledger mcp-proxy``: parsed here without the CLI framework (the proxy is long-lived and lean).
 
-``main()`` in :mod:`gitledger.cli` hands ``mcp-proxy ...`` to :func:`main` before typer is imported;
-the ``mcp`` SDK is imported only once the arguments are good and only through :mod:`gitledger.mcp`.
+``main()`` in :mod:`gitledger.cli` hands ``mcp-proxy ...`` to :func:`main` before typer is imported.
+The proxy is a raw JSON-RPC relay (:mod:`gitledger.mcp.relay`, standard library only): no MCP SDK,
+pydantic, anyio or typer is imported on its path.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from collections.abc import Sequence
 
-from gitledger.core.errors import EXIT_ERROR, EXIT_USAGE, GitledgerError
+from gitledger.core.errors import EXIT_USAGE, GitledgerError
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
 
@@ -34,7 +34,7 @@ Example (Claude Code .mcp.json / any MCP client):
   "command": "gitledger", "args": ["mcp-proxy", "--profile", "github", "--",
                                    "github-mcp-server", "stdio"]
 
-Needs the MCP SDK: pip install 'gitledger-agents[mcp]'. See docs/mcp.md."""
+Needs no MCP SDK: the proxy relays the server's JSON-RPC lines as they are. See docs/mcp.md."""
 
 _OPTIONS = {"--profile": "profile", "--task": "task", "--repo": "repo"}
 
@@ -81,15 +81,8 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as exc:
         print(f"gitledger: mcp-proxy: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if importlib.util.find_spec("mcp") is None:
-        print(
-            "gitledger: mcp-proxy needs the MCP SDK, which is not installed: install gitledger-agents[mcp] "
-            "(pip install 'gitledger-agents[mcp]')",
-            file=sys.stderr,
-        )
-        return EXIT_ERROR
     from gitledger.features.proxy.setup import ProxyRequest
-    from gitledger.mcp.proxy import run
+    from gitledger.mcp.relay import run
 
     request = ProxyRequest(
         command=values["command"],  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
-"""The MCP adapter of ``gitledger mcp-proxy``: the only package that imports the ``mcp`` SDK.
+"""The MCP adapter of ``gitledger mcp-proxy``: :mod:`.relay`, a raw JSON-RPC relay (standard library
+only; gitledger imports no MCP SDK), and the packaged profiles (``profiles/*.yaml``).
 
-Importing this package does not import the SDK (``gitledger.mcp.proxy`` does); it only names where
-the packaged profiles live.
+Importing this package only names where the packaged profiles live.
 """
 
 from __future__ import annotations

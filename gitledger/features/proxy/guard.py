@@ -1,4 +1,4 @@
-"""Guarding MCP tool calls with the step protocol: the logic of ``gitledger mcp-proxy``, without the SDK.
+"""Guarding MCP tool calls with the step protocol: the logic of ``gitledger mcp-proxy``, transport-free.
 
 For a guarded call the proxy derives a key from the tool's *natural* fields (the profile names them;
 titles and bodies are left out, so a reworded retry has the same key), then runs the ordinary step
@@ -10,9 +10,10 @@ protocol on the repository's ledger::
         found ────────────────────────► done(already_existed); a result built from what was found
         absent ─► claim ─► call the upstream ─► done(created) with the WHOLE result | failed
 
-The upstream is reached through :class:`Upstream` (synchronous; the SDK adapter bridges it to its
-event loop), results are plain JSON dicts in the wire form of ``CallToolResult`` (``content``,
-``structuredContent``, ``isError``, ``_meta``), so this module is tested without the SDK.
+The upstream is reached through :class:`Upstream` (synchronous; the relay sends its own request and
+waits for the answer), results are plain JSON dicts in the wire form of ``CallToolResult``
+(``content``, ``structuredContent``, ``isError``, ``_meta``), so this module is tested without a
+transport.
 """
 
 from __future__ import annotations
