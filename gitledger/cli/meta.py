@@ -23,6 +23,7 @@ OPTION_METAVARS = {
     "--check": "SPEC",
     "--on-unconfirmed": "fail|retry|skip",
     "--lease": "SECONDS",
+    "--settle": "SECONDS",
     "--remote": "REMOTE",
     "--github-repo": "OWNER/NAME",
     "--repo": "PATH",
