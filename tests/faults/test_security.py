@@ -144,7 +144,9 @@ def test_a_forged_claim_stalls_the_step_until_resolved(tmp_path: Path, lease: st
     stalled = bench.run_step(KINDS["file"])
     assert (stalled.returncode, stalled.status) == (75, "in_progress")
     assert "attacker.invalid" in stalled.json["message"]
-    assert bench.gitledger("resolve", step.key, "--forget").returncode == 0
+    # the claim looks held, so forgetting it needs --force: a person decides it is forged
+    assert bench.gitledger("resolve", step.key, "--forget").returncode == 75
+    assert bench.gitledger("resolve", step.key, "--forget", "--force").returncode == 0
     assert bench.run_step(KINDS["file"]).status == "created" and bench.effects("file") == 1
 
 
