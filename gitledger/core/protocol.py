@@ -366,15 +366,15 @@ class StepRunner:
                         StepResult(SKIPPED, step.key, message="unconfirmed step assumed done"), warnings
                     )
             if queries_reality:
-                wait = settle_wait(entry, policy.settle_for(specs), self.clock())
-                if wait > 0:  # an earlier attempt's write may still land: let it, then look
+                found = self.query(step, checks)
+                wait = 0.0 if found else settle_wait(entry, policy.settle_for(specs), self.clock())
+                if wait > 0:  # absent, but an earlier attempt's write may still land: let it, look again
                     warnings.append(
                         f"waited {wait:.1f} s for a possibly late write of an earlier attempt to land "
-                        "before asking reality (settle)"
+                        "before asking reality again (settle)"
                     )
                     self.sleep(wait)
                     continue
-                found = self.query(step, checks)
                 if found is not None:
                     spec, ref = found
                     done = self.event(
