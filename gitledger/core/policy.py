@@ -66,7 +66,7 @@ def settle_wait(entry: Entry, settle: float, now: float) -> float:
         if event.get("withdrawn") or (state == ATTEMPTING and event.get("id") in withdrawn):
             continue  # a claim given back never acted
         if state in (ATTEMPTING, FAILED) or (state == INFO and event.get("renews")):
-            at = _timestamp(event.get("at"))
+            at = parse_iso(event.get("at"))
             if at is not None and (latest is None or at > latest):
                 latest = at
     if latest is None:
@@ -74,7 +74,8 @@ def settle_wait(entry: Entry, settle: float, now: float) -> float:
     return max(0.0, min(settle, latest + settle - now))
 
 
-def _timestamp(text: Any) -> float | None:
+def parse_iso(text: Any) -> float | None:
+    """Seconds since the epoch of an ISO 8601 time (an event's ``at``, a claim's ``lease_until``)."""
     if not isinstance(text, str):
         return None
     from datetime import datetime
@@ -111,5 +112,6 @@ __all__ = [
     "SETTLE_DEFAULTS",
     "StepPolicy",
     "merge_policy",
+    "parse_iso",
     "settle_wait",
 ]

@@ -48,7 +48,7 @@ from gitledger.core.errors import (
 from gitledger.core.events import ATTEMPTING, DONE, FAILED, INFO, Entry, Event, Folded
 from gitledger.core.keys import StepKey
 from gitledger.core.owner import Owner, claims_running, is_dead
-from gitledger.core.policy import DEFAULT_LEASE, StepPolicy, settle_wait
+from gitledger.core.policy import DEFAULT_LEASE, StepPolicy, parse_iso, settle_wait
 from gitledger.core.renewal import ClaimLostError, Renewal, interval_for
 from gitledger.core.store import ANY_VERSION, Intent, Store
 
@@ -71,17 +71,6 @@ def iso(ts: float) -> str:
     from datetime import UTC, datetime  # not at the top: a skip never formats a time
 
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_iso(text: Any) -> float | None:
-    if not isinstance(text, str):
-        return None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
 
 
 @dataclass

@@ -31,7 +31,8 @@ from gitledger.core.errors import CorruptLedgerError, GitledgerError
 from gitledger.core.events import ATTEMPTING, DONE, FAILED, Entry, Event, Folded
 from gitledger.core.keys import Content, StepKey
 from gitledger.core.owner import Owner
-from gitledger.core.protocol import StepRunner, iso, parse_iso
+from gitledger.core.policy import parse_iso
+from gitledger.core.protocol import StepRunner, iso
 from gitledger.core.store import Intent
 from gitledger.features.agent.model import ALLOWED, DENY, Decision, HookEvent
 from gitledger.features.agent.recognise import recognise
