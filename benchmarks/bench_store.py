@@ -21,13 +21,11 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.ab import export  # noqa: E402
 from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
 from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
 from benchmarks.ledgers import SqliteStore  # noqa: E402
@@ -113,16 +112,6 @@ t1 = time.time()
 store.close()
 print(json.dumps([t0, t1]))
 """
-
-
-def export(rev: str, dest: Path) -> Path:
-    data = subprocess.run(
-        ["git", "archive", "--format=tar", rev, "gitledger"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    dest.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        tar.extractall(dest, filter="data")
-    return dest
 
 
 def median_ms(samples: list[float]) -> float:
