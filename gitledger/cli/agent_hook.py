@@ -149,7 +149,6 @@ def _rules(cwd: str) -> Any:
 def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> Any:
     from gitledger.core.errors import GitledgerError
     from gitledger.core.owner import Owner, boot_id, machine_id, pid_namespace, process_start
-    from gitledger.features.agent.briefing import briefing, stop_gate
     from gitledger.features.agent.guard import AgentGuard
     from gitledger.features.agent.model import FAIL_CLOSED, FAILURE, POST, PRE, SESSION_START, Decision
     from gitledger.features.agent.task import resolve_task
@@ -174,6 +173,8 @@ def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> A
                     return guard.pre()
                 if event.kind in (POST, FAILURE):
                     return guard.post(failed=event.kind == FAILURE)
+                from gitledger.features.agent.briefing import briefing, stop_gate
+
                 if event.kind == SESSION_START:
                     return briefing(guard)
                 return stop_gate(guard, event.stop_hook_active)
