@@ -17,6 +17,10 @@ import pytest
 from testing.repos import ROOT
 from tests.packaging_support import dists, ok, pyproject, run
 
+# one worker for the packaging modules under pytest-xdist: they build and install this tree (its
+# build/ and *.egg-info), and this module builds its environment once
+pytestmark = pytest.mark.xdist_group("packaging")
+
 DIST_NAME = "gitledger-agents"
 REPO_URL = "https://github.com/gitledger/gitledger"
 
