@@ -18,7 +18,8 @@ push   (task, repo, branch) a push that may create a branch; pushes are idempote
 ====== ==================== ======================================================================
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations into ForwardRefs,
+# compiling each one (~0.15 ms a field, on every agent hook call); real annotations cost nothing.
 
 from typing import NamedTuple
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from gitledger.core.events import ATTEMPTING, DONE, FAILED, Entry
-from gitledger.features.agent.guard import STEP, AgentGuard, GuardError, Target, number_of
-from gitledger.features.agent.model import CONTEXT, KEEP_WORKING, SILENT, Decision
+from gitledger.features.agent.guard import STEP, AgentGuard, GuardError, number_of
+from gitledger.features.agent.model import CONTEXT, KEEP_WORKING, SILENT, Decision, Target
 
 _KIND_OF_STEP = {v: k for k, v in STEP.items()}
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, Effect
 from gitledger.core.errors import CorruptLedgerError, GitledgerError
@@ -32,7 +32,7 @@ from gitledger.core.owner import Owner
 from gitledger.core.policy import parse_iso
 from gitledger.core.protocol import StepRunner, iso
 from gitledger.core.store import Intent
-from gitledger.features.agent.model import ALLOWED, DENY, Decision, HookEvent
+from gitledger.features.agent.model import ALLOWED, DENY, Claimed, Decision, HookEvent, Target
 from gitledger.features.agent.recognise import recognise
 
 if TYPE_CHECKING:
@@ -56,35 +56,6 @@ class GuardError(GitledgerError):
     """The guard cannot tell whether the call would duplicate something: refuse (exit 2)."""
 
     exit_code = 2
-
-
-class Claimed(NamedTuple):  # records on the hook's path are NamedTuples: a dataclass costs ~0.7 ms to define
-    step: StepKey
-    claim_id: str
-
-
-class Target(NamedTuple):
-    """An effect with everything its key needs resolved."""
-
-    effect: Effect
-    task: str | None
-    repo: str
-    head: str | None = None
-
-    def detail(self, **extra: Any) -> dict[str, Any]:
-        e = self.effect
-        data = {
-            "kind": e.kind,
-            "source": e.source,
-            "repo": self.repo,
-            "head": self.head,
-            "base": e.base,
-            "target": e.target,
-            "branch": e.branch,
-            "text": e.text[:4000] or None,
-        }
-        data.update(extra)
-        return {k: v for k, v in data.items() if v is not None}
 
 
 def number_of(ref: str | None) -> int | None:
@@ -613,4 +584,4 @@ def deny_in_progress(t: Target, step: StepKey, claim: Event) -> Decision:
     )
 
 
-__all__ = ["DEFAULT_LEASE", "NO_TASK", "AgentGuard", "GuardError", "Target", "number_of", "ref_from_output"]
+__all__ = ["DEFAULT_LEASE", "NO_TASK", "AgentGuard", "GuardError", "number_of", "ref_from_output"]
