@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gitledger.api import Ledger
@@ -161,3 +162,41 @@ def test_python_api_claims_renew_too(repo: Path, tmp_path: Path) -> None:
             step.done(ref=str(effect))
     assert seen == ["in_progress"] * 3
     assert effect.read_text() == "x\n"
+
+
+def test_one_heartbeat_thread_serves_every_claim_of_a_process() -> None:
+    import threading
+
+    from gitledger.core.renewal import Renewal
+
+    beats = dict.fromkeys(range(5), 0)
+
+    def renew_for(i: int) -> Callable[[], str | None]:
+        def renew() -> str | None:
+            beats[i] += 1
+            return None
+
+        return renew
+
+    renewals = [Renewal(renew_for(i), 0.05) for i in range(5)]
+    for r in renewals:
+        r.start()
+    time.sleep(0.5)
+    assert [t.name for t in threading.enumerate()].count("gitledger-renew") == 1
+    for r in renewals:
+        assert r.stop() == []
+    assert all(n >= 2 for n in beats.values()), beats
+    after = dict(beats)
+    time.sleep(0.2)
+    assert beats == after  # stopped: no more beats
+
+    pid = os.fork()
+    if pid == 0:  # a forked child renews on a thread of its own, and never the parent's claims
+        child = {"n": 0}
+        r = Renewal(lambda: child.__setitem__("n", child["n"] + 1), 0.05)
+        r.start()
+        time.sleep(0.4)
+        r.stop()
+        os._exit(0 if child["n"] >= 2 and beats == after else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0

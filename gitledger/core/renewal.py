@@ -7,13 +7,17 @@ heartbeat that finds the claim closed by someone else (another owner took over a
 run out, or settled the entry) stops the renewal and is reported: the caller's outcome still gets
 recorded (outcomes are facts), and a second ``created`` is visible as a duplicate.
 
-Standard library only; what a heartbeat writes is the caller's ``renew`` function.
+Standard library only; what a heartbeat writes is the caller's ``renew`` function. One thread per
+process runs the beats of all its claims (:class:`_Heartbeats`).
 """
 
 from __future__ import annotations
 
+import heapq
+import os
 import signal
 import threading
+import time
 from collections.abc import Callable
 
 from gitledger.core.errors import GitledgerError
@@ -31,11 +35,81 @@ def interval_for(lease: float) -> float:
     return max(lease * FRACTION, MIN_INTERVAL)
 
 
+class _Heartbeats:
+    """The one heartbeat thread of a process: it runs every :class:`Renewal`'s beats when they are due.
+
+    A thread per claim cost a thread start and join per step (about half of a fresh step's CPU with
+    many steps in one process); this thread starts with the first renewal and then waits, idle, for
+    the next. A child made by ``fork`` has no such thread and starts its own. A beat that takes long
+    (a remote claim pushed over a slow network) delays the beats of other claims of the same process
+    by as much: far below a third of any lease.
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        """Empty, without a thread (also in a forked child: the lock may have been held at the fork,
+        and the parent's claims are not the child's to renew)."""
+        self._cond = threading.Condition()
+        self._due: list[tuple[float, int, Renewal]] = []
+        self._count = 0
+        self._pid = 0  # the process whose thread runs
+
+    def add(self, renewal: Renewal) -> None:
+        with self._cond:
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="gitledger-renew", daemon=True).start()
+            self._schedule(renewal)
+
+    def _schedule(self, renewal: Renewal) -> None:
+        self._count += 1
+        heapq.heappush(self._due, (time.monotonic() + renewal.interval, self._count, renewal))
+        self._cond.notify_all()
+
+    def _run(self) -> None:
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+        while True:
+            with self._cond:
+                while True:
+                    if self._due and self._due[0][2].stopped:
+                        heapq.heappop(self._due)
+                        continue
+                    wait = self._due[0][0] - time.monotonic() if self._due else None
+                    if wait is not None and wait <= 0:
+                        renewal = heapq.heappop(self._due)[2]
+                        renewal.beating = True
+                        break
+                    self._cond.wait(wait)
+            again = renewal.beat()
+            with self._cond:
+                renewal.beating = False
+                if again and not renewal.stopped:
+                    self._schedule(renewal)
+                self._cond.notify_all()
+
+    def wait_idle(self, renewal: Renewal) -> None:
+        """Stop ``renewal`` and wait for a beat of it in flight (not when called from that beat)."""
+        with self._cond:
+            renewal.stopped = True
+            self._cond.notify_all()
+            if threading.current_thread().name != "gitledger-renew":
+                while renewal.beating:
+                    self._cond.wait()
+
+
+_HEARTBEATS = _Heartbeats()
+os.register_at_fork(after_in_child=_HEARTBEATS._reset)
+
+
 class Renewal:
-    """Calls ``renew`` every ``interval`` seconds on a daemon thread from :meth:`start` to :meth:`stop`.
+    """Calls ``renew`` every ``interval`` seconds, on the process's heartbeat thread, from :meth:`start`
+    to :meth:`stop`.
 
     ``renew`` returns a warning or None, and raises :class:`ClaimLostError` when the claim is no longer
-    ours (the thread then ends). Other errors become warnings and the heartbeats go on: a missed one
+    ours (the beats then end). Other errors become warnings and the heartbeats go on: a missed one
     only brings the deadline others see closer. The thread blocks the signals the main thread waits
     for, so Ctrl-C and SIGTERM always reach the main thread.
     """
@@ -49,33 +123,31 @@ class Renewal:
         self.warnings: list[str] = []
         self.lost = False
         self.beats = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        self.started = False
+        self.stopped = False  # guarded by the heartbeat thread's condition
+        self.beating = False
 
     def start(self) -> None:
         """Start the heartbeats (once; a stopped renewal stays stopped)."""
-        with self._lock:
-            if self._thread is not None or self._stop.is_set():
-                return
-            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-            self._thread.start()
+        if self.started or self.stopped:
+            return
+        self.started = True
+        _HEARTBEATS.add(self)
 
-    def _run(self) -> None:
-        if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
-        while not self._stop.wait(self.interval):
-            try:
-                warning = self._renew()
-            except ClaimLostError as exc:
-                self.lost = True
-                self._warn(exc.message)
-                return
-            except Exception as exc:  # a heartbeat must never end the run: say what failed
-                warning = f"a heartbeat of the claim failed ({type(exc).__name__}: {exc})"
-            self.beats += 1
-            if warning:
-                self._warn(warning)
+    def beat(self) -> bool:
+        """One heartbeat; False when the claim is lost (no more beats)."""
+        try:
+            warning = self._renew()
+        except ClaimLostError as exc:
+            self.lost = True
+            self._warn(exc.message)
+            return False
+        except Exception as exc:  # a heartbeat must never end the run: say what failed
+            warning = f"a heartbeat of the claim failed ({type(exc).__name__}: {exc})"
+        self.beats += 1
+        if warning:
+            self._warn(warning)
+        return True
 
     def _warn(self, warning: str) -> None:
         if warning not in self.warnings:
@@ -83,9 +155,5 @@ class Renewal:
 
     def stop(self) -> list[str]:
         """Stop the heartbeats and wait for one in flight; the warnings they gave."""
-        self._stop.set()
-        with self._lock:
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        _HEARTBEATS.wait_idle(self)
         return list(self.warnings)
