@@ -8,10 +8,12 @@ The core's types only."""
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gitledger.core.effects import Effect
-from gitledger.core.keys import StepKey
+
+if TYPE_CHECKING:  # core.keys is not needed to answer a call the guard does not recognise
+    from gitledger.core.keys import StepKey
 
 PRE = "pre"  # before a tool call: may deny it
 POST = "post"  # after a tool call that succeeded: record what it made
@@ -57,7 +59,7 @@ SILENT = Decision(NOTHING)
 class Claimed(NamedTuple):
     """A claim the guard recorded for one effect of a call (withdrawn if another effect is refused)."""
 
-    step: StepKey
+    step: "StepKey"
     claim_id: str
 
 
