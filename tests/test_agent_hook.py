@@ -215,8 +215,8 @@ def test_unrecognised_calls_import_no_typer_no_pygithub_and_touch_no_network(tmp
         "sys.stdin = io.StringIO(sys.argv[1])\n"
         "from gitledger.cli import main\n"
         "rc = main(['agent-hook', 'claude'])\n"
-        "bad = [m for m in ('typer', 'github', 'yaml', 'requests', 'gitledger.session', 'gitledger.git.repo')"
-        " if m in sys.modules]\n"
+        "bad = [m for m in ('typer', 'github', 'yaml', 'requests', 'gitledger.session', 'gitledger.git.repo',"
+        " 'gitledger.core.keys', 'gitledger.core.protocol', 'gitledger.config') if m in sys.modules]\n"
         "print(rc, bad)\n"
     )
     proc = subprocess.run(
