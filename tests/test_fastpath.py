@@ -150,3 +150,16 @@ def test_fresh_step_runs_without_typer(repo: Path):
     }
     assert "gitledger.core.protocol" in imported  # the measurement works
     assert not {"typer", "click", "pydantic", "github", "yaml"} & imported
+
+
+def test_the_result_folder_is_private_and_removed_whatever_the_command_leaves(repo: Path, tmp_path: Path):
+    seen = tmp_path / "seen"
+    script = (
+        'd=$(dirname "$GITLEDGER_RESULT"); stat -c %a "$d" > "$SEEN"; echo "$d" >> "$SEEN"; '
+        'mkdir "$d/sub"; echo x > "$d/sub/file"; echo ref-9 > "$GITLEDGER_RESULT"'
+    )
+    proc = run_gitledger("run-step", "-t", "T", "-s", "s", "--json", "--", "sh", "-c", script, cwd=repo,
+                         env={"SEEN": str(seen), "TMPDIR": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0 and '"ref": "ref-9"' in proc.stdout, proc.stderr
+    mode, folder = seen.read_text().split()
+    assert mode == "700" and Path(folder).parent == tmp_path and not Path(folder).exists()

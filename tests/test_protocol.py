@@ -7,6 +7,8 @@ import sys
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitledger.core.checks import CallableCheck, LedgerCheck
 from gitledger.core.errors import CheckError, CorruptLedgerError
@@ -229,3 +231,14 @@ def test_core_imports_no_adapters():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(min_value=0, max_value=4_102_444_800, allow_nan=False, allow_infinity=False))
+def test_iso_is_datetimes_format_exactly(ts: float) -> None:
+    from datetime import UTC, datetime
+
+    from gitledger.core.protocol import iso
+
+    expected = datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert iso(ts) == expected

@@ -28,6 +28,7 @@ This module depends on the store and check interfaces only: no git, no CLI, no G
 from __future__ import annotations
 
 import functools
+import math
 import os
 import signal
 import time
@@ -68,9 +69,16 @@ class PayloadMismatchError(UsageError):
 
 
 def iso(ts: float) -> str:
-    from datetime import UTC, datetime  # not at the top: a skip never formats a time
-
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """``ts`` as UTC ``YYYY-MM-DDTHH:MM:SS.mmmZ``, exactly what ``datetime.fromtimestamp(ts, UTC)
+    .isoformat(timespec="milliseconds")`` gives (microseconds rounded half to even, then cut to
+    milliseconds), without importing datetime (~1.3 ms of a fresh step)."""
+    frac, whole = math.modf(ts)
+    micro = round(frac * 1e6)
+    if micro >= 1_000_000:
+        whole, micro = whole + 1, micro - 1_000_000
+    elif micro < 0:
+        whole, micro = whole - 1, micro + 1_000_000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(whole))) + f".{micro // 1000:03d}Z"
 
 
 @dataclass

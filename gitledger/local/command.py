@@ -28,7 +28,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +168,34 @@ def _wait(proc: subprocess.Popen[bytes], watched: set[signal.Signals], own_group
     return code, interrupted
 
 
+@contextlib.contextmanager
+def _private_dir() -> Iterator[Path]:
+    """A new folder only this user can enter, removed afterwards: ``tempfile.TemporaryDirectory``
+    without importing tempfile (with shutil, random, bz2 and lzma: ~3 ms of a fresh step) when
+    ``$TMPDIR`` or ``/tmp`` takes it at the first try; tempfile otherwise."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    path = Path(base, f"gitledger-{os.urandom(6).hex()}")
+    try:
+        path.mkdir(mode=0o700)
+    except OSError:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
+            yield Path(tmp)
+        return
+    try:
+        yield path
+    finally:
+        try:
+            for child in path.iterdir():
+                child.unlink()
+            path.rmdir()
+        except OSError:  # the command left folders of its own there
+            import shutil
+
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def run_command(
     argv: Sequence[str],
     step: StepKey,
@@ -182,10 +210,8 @@ def run_command(
     ``on_start`` runs once the command has started (e.g. the claim's heartbeats: no thread may exist
     while forking). Must run on the main thread (it waits for signals).
     """
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="gitledger-") as tmp:
-        result_file = Path(tmp) / "result"
+    with _private_dir() as tmp:
+        result_file = tmp / "result"
         result_file.touch()
         env = dict(os.environ)
         env.update(step_env(step))
