@@ -259,3 +259,54 @@ def test_waiting_for_a_stopped_lock_holder_ends_with_a_clear_message(repo: Path)
         holder.kill()
         holder.wait()
     assert run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)["status"] == "created"
+
+
+def test_a_writer_holding_one_key_does_not_hold_up_other_keys(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends take the ledger lock shared and their key's stripe lock: a writer stopped in the middle
+    of an append on one key delays that key only (and a fold, which needs the ledger lock alone)."""
+    import signal
+    import subprocess
+    import sys
+    import zlib
+
+    from gitledger.core.errors import GitError
+    from gitledger.git.repo import KEY_STRIPES
+
+    held = StepKey.derive("T-held", "s")
+    other = next(
+        s
+        for s in (StepKey.derive(f"T-{i}", "s") for i in range(100))
+        if zlib.crc32(s.key.encode()) % KEY_STRIPES != zlib.crc32(held.key.encode()) % KEY_STRIPES
+    )
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from gitledger.git.repo import GitRepo\n"
+            "r = GitRepo.discover(sys.argv[1])\n"
+            "with r.lock(shared=True), r.key_lock(sys.argv[2]):\n"
+            "    print('held', flush=True); time.sleep(60)",
+            str(repo),
+            held.key,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.5")
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        holder.send_signal(signal.SIGSTOP)
+        with GitRepo.discover(repo) as r:
+            store = GitStore(r)
+            version = store.append(Intent.of(other), {"state": "attempting", "key": other.key}, None)
+            assert version is not None and store.load(other.key).version == version
+            with pytest.raises(GitError, match=f"by process {holder.pid}"):
+                store.append(Intent.of(held), {"state": "attempting", "key": held.key}, None)
+            with pytest.raises(GitError, match=r"held for 0\.5 s"):
+                store.flush()  # the fold waits for every appender
+            assert store.load(held.key).version is None
+    finally:
+        holder.kill()
+        holder.wait()

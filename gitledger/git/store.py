@@ -12,9 +12,12 @@ Layout (see docs/design.md, *Storage*):
 - ``<common git dir>/gitledger.journal``: events not yet folded into the notes, one checksummed line
   each (:mod:`gitledger.git.journal`), fsync'd before an append returns (``durability: fsync``).
 
-A decision is taken under the ledger lock on the merged view: the key's note plus its journal lines
-(a journal line already in the note is not counted twice, so a fold interrupted after its ref update
-is harmless). The version of an entry is the blob id its note has, or will have once folded.
+A decision is taken on the merged view: the key's note plus its journal lines (a journal line already
+in the note is not counted twice, so a fold interrupted after its ref update is harmless), under the
+ledger lock held *shared* and the lock of the key's stripe (one of 64, by a hash of the key): writers
+of different keys decide and append side by side, each record one ``O_APPEND`` write of a whole line;
+a fold and sync hold the ledger lock exclusively, so they see no append in flight and nobody decides
+while the refs move. The version of an entry is the blob id its note has, or will have once folded.
 
 The **fold** (group commit) writes every journaled event into the notes in one commit: objects go into
 one pack guarded by a ``.keep`` (no gc or prune can take them before the refs point at them), then the
@@ -149,6 +152,7 @@ class GitStore:
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
         self._intent_oids: dict[Intent, str] = {}
+        self._intent_records: dict[Intent, bytes] = {}
         self._fanout_levels: dict[str, bytes] = {}  # raw fan-out trees searched without parsing
 
     # -- objects and refs, in-process ----------------------------------------------------------------
@@ -449,33 +453,81 @@ class GitStore:
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
         line = encode_event(event).rstrip(b"\n")
-        record = encode_record(intent.key, intent_bytes(intent).rstrip(b"\n"), line)
+        record = encode_record(intent.key, self._intent_record(intent), line)
         if not self._durable_set:
             self.journal.durable = self._git_wants_fsync()
             self._durable_set = True
-        with self.repo.lock():
-            self._notice(self.journal.repair())
-            notes_tree = self.tip(NOTES_REF).tree
-            intent_oid = self.intent_oid(intent)
-            current = self._version(intent.key, intent_oid, notes_tree)[0]
-            if expected != ANY_VERSION and current != expected:
-                return None
-            if event.get("state") == "done":
-                faults.point("during-done")
-            fd = self.journal.append(record)
-            try:
-                self.journal.appended(record)
-                version = self._version(intent.key, intent_oid, notes_tree)[0]
-                if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
-                    self._fold()
-            except BaseException:
-                self.journal.sync(fd)
-                raise
+        journal = self.journal
+        intent_oid = self.intent_oid(intent)
+        while True:
+            # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
+            # decision on this key and the append are atomic; other keys' writers go on meanwhile
+            with self.repo.lock(shared=True), self.repo.key_lock(intent.key):
+                journal.refresh()
+                if not journal.tail:
+                    notes_tree = self.tip(NOTES_REF).tree
+                    current, body, _, damaged = self._version(intent.key, intent_oid, notes_tree)
+                    if expected != ANY_VERSION and current != expected:
+                        return None
+                    if event.get("state") == "done":
+                        faults.point("during-done")
+                    fd = journal.append(record)
+                    try:
+                        journal.appended(record)
+                        before = (body, damaged)
+                        version = self._next_version(intent.key, intent_oid, notes_tree, before, line)
+                        fold_due = journal.count() >= self.fold_events or journal.size >= self.fold_bytes
+                    except BaseException:
+                        journal.sync(fd)
+                        raise
+                    break
+            # what follows the last good line is an append in flight or a writer killed in its append:
+            # under the exclusive lock nobody is appending, so it is cut off if it is still there
+            with self.repo.lock():
+                self._notice(journal.repair())
         # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
         # before this returns, i.e. before anyone acts on it
-        self.journal.sync(fd)
-        assert version is not None
+        journal.sync(fd)
+        if fold_due:
+            self._fold_due()
         return version
+
+    def _next_version(
+        self,
+        key: str,
+        intent_oid: str,
+        notes_tree: str | None,
+        before: tuple[bytes | None, bool],
+        line: bytes,
+    ) -> str:
+        """The version of ``key`` once this process appended ``line`` on top of ``before`` (its merged
+        body then, and whether its note is damaged), without merging again (the stripe lock is held:
+        nobody else appended to this key meanwhile)."""
+        body, damaged = before
+        if not damaged and (body is None or line not in body):
+            merged = (body or b"") + (b"\n" if body and not body.endswith(b"\n") else b"") + line + b"\n"
+            version = hash_object("blob", merged, self.repo.object_format)
+            self._remember(version, merged)
+            return version
+        found = self._version(key, intent_oid, notes_tree)[0]
+        assert found is not None
+        return found
+
+    def _fold_due(self) -> None:
+        """Fold after an append filled the journal (unless another writer folded it meanwhile)."""
+        with self.repo.lock():
+            self.journal.refresh()
+            if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
+                self._notice(self.journal.repair())
+                self._fold()
+
+    def _intent_record(self, intent: Intent) -> bytes:
+        raw = self._intent_records.get(intent)
+        if raw is None:
+            if len(self._intent_records) > 10_000:
+                self._intent_records.clear()
+            raw = self._intent_records[intent] = intent_bytes(intent).rstrip(b"\n")
+        return raw
 
     def _git_wants_fsync(self) -> bool:
         """Whether git's own ``core.fsync`` asks for references (or everything) to reach the disk."""
@@ -527,7 +579,7 @@ class GitStore:
                     self.write_object("blob", intent_bytes(intent))
                     intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
             if not note_changes:
-                journal.rotate()
+                self._notice(journal.rotate())
                 return 0
             updates: list[tuple[str, str, str | None]] = []
             if intent_changes:
@@ -547,7 +599,7 @@ class GitStore:
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
-                journal.rotate()
+                self._notice(journal.rotate())
                 return len(folded)
             time.sleep(0.001)
         raise ConflictError(

@@ -177,6 +177,22 @@ def _audit_notes(repo: Path, result: Audit) -> None:
     result.commits = appended
 
 
+def _intact_record(line: bytes) -> bytes | None:
+    """The record of a journal line: the line when its checksum holds, else the first suffix whose
+    checksum does (a writer killed in its append left a fragment, and the next one appended behind
+    it), else None."""
+    for start in range(len(line) - 9):
+        if start and line[start + 8 : start + 9] != b" ":
+            continue
+        raw = line[start:]
+        try:
+            if zlib.crc32(raw[9:]) == int(raw[:8], 16):
+                return raw
+        except ValueError:
+            pass
+    return None
+
+
 def _audit_journal(repo: Path, result: Audit) -> None:
     common = Path(_git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip())
     try:
@@ -184,12 +200,9 @@ def _audit_journal(repo: Path, result: Audit) -> None:
     except FileNotFoundError:
         return
     in_notes = {json.dumps(e, sort_keys=True) for e in result.events}
-    for raw in data.split(b"\n"):
-        try:
-            intact = len(raw) > 9 and zlib.crc32(raw[9:]) == int(raw[:8], 16)
-        except ValueError:
-            intact = False
-        if not intact:
+    for line in data.split(b"\n"):
+        raw = _intact_record(line)
+        if raw is None:
             continue  # a torn tail (never confirmed to anyone); gitledger cuts it off
         event = parse_line(raw.partition(b"\t")[2])
         if event is None:
