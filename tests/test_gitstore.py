@@ -310,3 +310,44 @@ def test_a_writer_holding_one_key_does_not_hold_up_other_keys(
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_appends_made_while_a_fold_runs_are_kept_and_their_versions_hold(repo: Path) -> None:
+    """A fold holds only the fold lock while it writes objects and moves the refs; writers append
+    meanwhile (on keys it folds, too). Their events stay in the journal, which the fold replaces by
+    what followed the part it folded, and the versions they were given stay valid."""
+    with GitRepo.discover(repo) as ra, GitRepo.discover(repo) as rb:
+        folder, writer = GitStore(ra, "none"), GitStore(rb, "none")
+        first, second = StepKey.derive("T-fold", "a"), StepKey.derive("T-fold", "b")
+        v1 = folder.append(Intent.of(first), {"state": "attempting", "key": first.key, "id": "1"}, None)
+        during: dict[str, str | None] = {}
+        move_refs = folder.move_refs
+
+        def racing_move_refs(*args: object, **kwargs: object) -> bool:
+            # while the refs move: one more event on the key being folded, one on a new key
+            during["first"] = writer.append(
+                Intent.of(first), {"state": "done", "key": first.key, "id": "2"}, v1
+            )
+            during["second"] = writer.append(
+                Intent.of(second), {"state": "attempting", "key": second.key, "id": "3"}, None
+            )
+            return move_refs(*args, **kwargs)  # type: ignore[arg-type]
+
+        folder.move_refs = racing_move_refs  # type: ignore[method-assign]
+        folder.journal.refresh()
+        assert folder._fold(exclusive=False) == 1
+        assert during["first"] is not None and during["second"] is not None
+        # the fold took the journal as it was before the race; the later lines are still journaled
+        writer.journal.refresh()
+        assert sorted(r.key for r in writer.journal.records) == sorted([first.key, second.key])
+        reader = GitStore(GitRepo.discover(repo))
+        assert reader.load(first.key).version == during["first"]
+        assert [e["id"] for e in reader.load(first.key).events] == ["1", "2"]
+        assert reader.load(second.key).version == during["second"]
+        assert writer.append(
+            Intent.of(first), {"state": "info", "key": first.key, "id": "4"}, during["first"]
+        )
+        assert reader.flush() == 3
+        assert [e["id"] for e in reader.load(first.key).events] == ["1", "2", "4"]
+        assert [e["id"] for e in reader.load(second.key).events] == ["3"]
+        reader.close()

@@ -112,6 +112,7 @@ class Journal:
         self.intents: dict[str, bytes] = {}
         self.damaged: list[tuple[str | None, bytes]] = []  # (key if readable, raw line) mid-file
         self.fragments: list[bytes] = []  # torn appends of killed writers, before another's record
+        self._fragment_ends: list[int] = []  # the offset after the line of each fragment
         self._good_end = 0  # offset just past the last good line
         self._read_end = 0  # offset up to which complete lines were parsed
         self._pending: list[bytes] = []  # complete lines after the last good one that fail the check
@@ -179,6 +180,7 @@ class Journal:
             else:
                 if fragment:
                     self.fragments.append(fragment)
+                    self._fragment_ends.append(offset + nl + 1)
                 for bad in self._pending:  # damage followed by a good line: not a torn append
                     self.damaged.append((self._damaged_key(bad), bad))
                 self._pending.clear()
@@ -300,26 +302,44 @@ class Journal:
         if self.durable:
             os.fdatasync(fd)
 
-    def rotate(self) -> str | None:
-        """Replace the journal by an empty file (its lines are in the notes now). Torn fragments found
-        before other writers' records are kept in ``gitledger.journal.torn``: a notice saying so."""
+    def rotate(self, end: int | None = None) -> str | None:
+        """Replace the journal by a file holding only what follows offset ``end`` (what was appended
+        after a fold read the journal up to ``end``; by default nothing): the lines before it are in
+        the notes now. Only under the ledger lock held exclusively (no append in flight).
+
+        A torn tail, and the torn fragments before ``end``, are kept in ``gitledger.journal.torn``:
+        a notice saying so, or None."""
+        self.refresh()
+        if end is None:
+            end = self._good_end
+        fd = self._fd
+        keep = b""
+        if fd is not None and self._good_end > end:
+            keep = os.pread(fd, self._good_end - end, end)
+        torn = [f for f, at in zip(self.fragments, self._fragment_ends, strict=True) if at <= end]
+        tail = self.tail
         notice = None
-        if self.fragments:
+        if torn or tail:
+            pieces = [*torn, tail.rstrip(b"\n")] if tail else torn
             with open(self.torn_path, "ab") as fh:
-                fh.write(b"".join(f + b"\n" for f in self.fragments))
+                fh.write(b"".join(piece + b"\n" for piece in pieces))
                 if self.durable:
                     os.fsync(fh.fileno())
             notice = (
-                f"gitledger: the ledger journal held {len(self.fragments)} torn write(s) (from processes "
-                f"killed while they wrote; never confirmed to anyone); kept in {self.torn_path}"
+                f"gitledger: the ledger journal held {len(pieces)} torn write(s) (from processes killed "
+                f"while they wrote; never confirmed to anyone); kept in {self.torn_path}"
             )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            view = memoryview(keep)
+            while view:
+                view = view[os.write(fd, view) :]
             if self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        faults.point("fold-rotate")
         os.replace(tmp, self.path)
         if self.durable:
             dfd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)

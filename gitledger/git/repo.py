@@ -24,6 +24,7 @@ from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_
 
 LOCK_TIMEOUT = 60.0
 LEDGER_LOCK = "gitledger.lock"
+FOLD_LOCK = "gitledger.fold.lock"  # one fold at a time (it runs beside the journal's appenders)
 KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.key_lock)
 KEY_STRIPES = 64
 
@@ -358,7 +359,12 @@ class GitRepo:
 
     @contextlib.contextmanager
     def lock(
-        self, name: str = LEDGER_LOCK, timeout: float | None = None, *, shared: bool = False
+        self,
+        name: str = LEDGER_LOCK,
+        timeout: float | None = None,
+        *,
+        shared: bool = False,
+        fold: bool = True,
     ) -> Iterator[None]:
         """The lock shared by all gitledger writers of this repository (worktrees too).
 
@@ -372,10 +378,18 @@ class GitRepo:
         lock is entered through a gate (``gitledger.lock.gate``, held only while the ledger lock is
         being taken) so that a stream of shared holders cannot starve an exclusive one: flock itself
         lets new shared holders in while an exclusive one waits.
+
+        Held exclusively, the ledger lock is taken after the fold lock (:data:`FOLD_LOCK`, one folder
+        at a time), unless ``fold=False`` (a folder that holds it already takes the ledger lock to
+        empty the journal).
         """
         import fcntl
 
         timeout = _lock_timeout(timeout)
+        if name == LEDGER_LOCK and not shared and fold:
+            with self.lock(FOLD_LOCK, timeout), self.lock(name, timeout, fold=False):
+                yield
+            return
         held = self._lock_fd(name)
         fd, _, in_process = held
         if not in_process.acquire(timeout=timeout):
@@ -407,6 +421,29 @@ class GitRepo:
         holding the ledger lock shared: decisions on one key are serialised, other keys' go on."""
         stripe = zlib.crc32(key.encode("utf-8", "surrogateescape")) % KEY_STRIPES
         return self.lock(f"{KEY_LOCKS}/{stripe:02x}", timeout)
+
+    @contextlib.contextmanager
+    def try_lock(self, name: str) -> Iterator[bool]:
+        """Take the lock ``name`` exclusively if nobody holds it: yields whether it was taken."""
+        import fcntl
+
+        fd, _, in_process = self._lock_fd(name)
+        if not in_process.acquire(blocking=False):
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            in_process.release()
 
     def _lock_fd(self, name: str) -> tuple[int, int, threading.Lock]:
         held = self._locks.get(name)

@@ -58,7 +58,7 @@ from gitledger.git.objects import (
     write_pack,
 )
 from gitledger.git.refupdate import update_refs_fresh
-from gitledger.git.repo import GitRepo, format_tree, parse_tree
+from gitledger.git.repo import FOLD_LOCK, GitRepo, format_tree, parse_tree
 
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
@@ -483,7 +483,7 @@ class GitStore:
                     break
             # what follows the last good line is an append in flight or a writer killed in its append:
             # under the exclusive lock nobody is appending, so it is cut off if it is still there
-            with self.repo.lock():
+            with self.repo.lock(fold=False):
                 self._notice(journal.repair())
         # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
         # before this returns, i.e. before anyone acts on it
@@ -514,12 +514,13 @@ class GitStore:
         return found
 
     def _fold_due(self) -> None:
-        """Fold after an append filled the journal (unless another writer folded it meanwhile)."""
-        with self.repo.lock():
-            self.journal.refresh()
-            if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
-                self._notice(self.journal.repair())
-                self._fold()
+        """Fold after an append filled the journal, beside the other writers (who go on appending
+        meanwhile); nothing to do when another process is folding or has just folded."""
+        with self.repo.try_lock(FOLD_LOCK) as mine:
+            if mine:
+                self.journal.refresh()
+                if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
+                    self._fold(exclusive=False)
 
     def _intent_record(self, intent: Intent) -> bytes:
         raw = self._intent_records.get(intent)
@@ -544,13 +545,21 @@ class GitStore:
     def fold_locked(self) -> int:
         """:meth:`flush` for a caller that holds the ledger lock (sync)."""
         self._notice(self.journal.repair())
-        return self._fold()
+        return self._fold(exclusive=True)
 
-    def _fold(self) -> int:
+    def _fold(self, exclusive: bool) -> int:
+        """Fold the journal as read now (a prefix of it: appends may go on beside a fold that holds
+        only the fold lock) into the notes, then replace the journal by what was appended after that
+        prefix. ``exclusive``: the caller holds the ledger lock exclusively (else the fold lock).
+
+        Appenders deciding while the refs move see the same merged view before and after (the note
+        then holds the journal lines it did not hold, and a line is never counted twice); the journal
+        is replaced under the exclusive lock, after the refs moved."""
         journal = self.journal
-        for keep in stale_keeps(self.repo.objects_dir):  # we hold the lock: their folds are over
+        for keep in stale_keeps(self.repo.objects_dir):  # we hold the fold lock: their folds are over
             unkeep(keep)
         keys = journal.key_names()
+        end = journal.size  # the journal is not read again before the rotation: a consistent prefix
         if not keys:
             return 0
         for _ in range(MAX_TRIES):
@@ -579,7 +588,7 @@ class GitStore:
                     self.write_object("blob", intent_bytes(intent))
                     intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
             if not note_changes:
-                self._notice(journal.rotate())
+                self._rotate(end, exclusive)
                 return 0
             updates: list[tuple[str, str, str | None]] = []
             if intent_changes:
@@ -599,13 +608,20 @@ class GitStore:
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
-                self._notice(journal.rotate())
+                self._rotate(end, exclusive)
                 return len(folded)
             time.sleep(0.001)
         raise ConflictError(
             f"could not fold the ledger journal after {MAX_TRIES} tries: something outside gitledger keeps "
             f"moving {NOTES_REF}; try again"
         )
+
+    def _rotate(self, end: int, exclusive: bool) -> None:
+        if exclusive:
+            self._notice(self.journal.rotate(end))
+        else:
+            with self.repo.lock(fold=False):
+                self._notice(self.journal.rotate(end))
 
     def _set_aside(self, key: str) -> None:
         lines = self.journal.lines(key)
