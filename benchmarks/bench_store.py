@@ -299,10 +299,10 @@ def growth(work: Path, n: int, tree: Path = ROOT, tag: str = "") -> dict[str, An
     env = bench_env({"PYTHONPATH": str(tree)})
     flags = ["-S"] if tree != ROOT else []
     before, loose_before = disk_bytes(repo / ".git")
-    run = [PY, *flags, "-c", GROWER, str(repo), str(n), str(tree)]
-    subprocess.run([*run, "-"], env=env, cwd=work, check=True)
+    run = [PY, *flags, "-c", GROWER, str(repo)]
+    subprocess.run([*run, str(n), str(tree), "-"], env=env, cwd=work, check=True)
     journaled, _ = disk_bytes(repo / ".git")
-    subprocess.run([*run[:4], str(repo), "0", str(tree), "flush"], env=env, cwd=work, check=True)
+    subprocess.run([*run, "0", str(tree), "flush"], env=env, cwd=work, check=True)
     written, loose = disk_bytes(repo / ".git")
     subprocess.run(["git", "gc", "-q"], cwd=repo, env=env, check=True)
     after_gc, _ = disk_bytes(repo / ".git")
