@@ -351,3 +351,38 @@ def test_appends_made_while_a_fold_runs_are_kept_and_their_versions_hold(repo: P
         assert [e["id"] for e in reader.load(first.key).events] == ["1", "2", "4"]
         assert [e["id"] for e in reader.load(second.key).events] == ["3"]
         reader.close()
+
+
+def test_notes_written_with_the_key_in_every_event_still_read_the_same(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events are stored without their key (it is the annotated intent's) and get it back on reading;
+    ledgers written before, with the key on every line, read as they did, and both kinds of line mix
+    in one note."""
+    import gitledger.git.store as gitstore
+    from gitledger.core.events import encode_event
+
+    intent = Intent.of(STEP)
+    with GitRepo.discover(repo) as r:
+        with monkeypatch.context() as patch:  # the format before: the whole event on every line
+            patch.setattr(gitstore, "stored_line", lambda key, event: encode_event(event).rstrip(b"\n"))
+            old = GitStore(r)
+            v1 = old.append(intent, {"state": "attempting", "key": STEP.key, "id": "a"}, None)
+            assert old.flush() == 1
+        store = GitStore(GitRepo.discover(repo))
+        first = store.load(STEP.key)
+        assert first.version == v1 and first.events[0]["key"] == STEP.key
+        v2 = store.append(intent, {"state": "done", "key": STEP.key, "id": "b", "outcome": "created"}, v1)
+        assert v2 is not None and store.flush() == 1
+        note = git("notes", "--ref=gitledger", "show", store.intent_oid(intent), cwd=repo).splitlines()
+        assert [json.loads(line).get("key") for line in note] == [STEP.key, None]
+        entry = GitStore(GitRepo.discover(repo)).load(intent)
+        assert entry.version == v2 and entry.folded.state == "done"
+        assert [{k: v for k, v in e.items() if k != "_line"} for e in entry.events] == [
+            {"id": "a", "key": STEP.key, "state": "attempting"},
+            {"id": "b", "key": STEP.key, "outcome": "created", "state": "done"},
+        ]
+        assert [list(e) for e in entry.events] == [
+            ["id", "key", "state", "_line"],
+            ["id", "key", "outcome", "state", "_line"],
+        ]

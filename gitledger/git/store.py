@@ -3,7 +3,8 @@
 Layout (see docs/design.md, *Storage*):
 
 - ``refs/notes/gitledger``: a notes commit chain. One note per key, attached to the key's *intent
-  object*; the note body is JSON Lines, one event a line, append-only. Notes are fanned out two levels
+  object*; the note body is JSON Lines, one event a line, append-only; an event's ``key`` field is
+  left out (it is the intent's) and put back on reading. Notes are fanned out two levels
   (``ab/cd/<rest>``). ``git notes --ref=gitledger show <intent>`` and ``git log refs/notes/gitledger``
   work for people (after ``gitledger flush``).
 - ``refs/gitledger/intents``: a commit whose tree holds every intent blob (path: the key's digest,
@@ -90,7 +91,10 @@ def parse_intent(data: bytes) -> Intent | None:
     return intent
 
 
-FOLD_EVENTS = 128  # fold the journal into the notes after this many events ...
+# fold the journal into the notes after this many events (128 fresh steps) ... A fold's fixed cost (a
+# git process, two root trees, two commits, their fsyncs) and the tree versions it leaves in the
+# notes history are per fold; the journal a new process parses is at most this many lines (~3 us each)
+FOLD_EVENTS = 256
 FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
 _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
@@ -365,6 +369,7 @@ class GitStore:
         if body is None:
             return Entry(key, [], version, bad, location=intent_oid or "")
         events, more = parse_events(body)
+        events = [_with_key(event, key) for event in events]
         if not events and not more:  # gitledger never writes an empty note: someone emptied it
             more = [BadLine(0, "", f"the note {note_oid} is empty")]
         return Entry(key, events, version, bad + more, location=intent_oid or "")
@@ -452,7 +457,7 @@ class GitStore:
             print(text, file=sys.stderr)
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
-        line = encode_event(event).rstrip(b"\n")
+        line = stored_line(intent.key, event)
         record = encode_record(intent.key, self._intent_record(intent), line)
         if not self._durable_set:
             self.journal.durable = self._git_wants_fsync()
@@ -567,6 +572,7 @@ class GitStore:
             note_changes: dict[tuple[str, ...], str] = {}
             intent_changes: dict[tuple[str, ...], str] = {}
             folded: list[str] = []
+            summary: list[str] = []  # the commit message: one line per key, its events' states
             for key in keys:
                 raw = journal.intents.get(key)
                 intent = parse_intent(raw) if raw is not None else self._tree_intent(intents.tree, key)
@@ -582,7 +588,9 @@ class GitStore:
                 note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
                     "blob", merged
                 )
-                folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
+                states = [_state(line) for line in journal.lines(key)]
+                folded += [f"{state} {key}" for state in states]
+                summary.append(f"{key} {','.join(states)}")
                 at = self.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
@@ -604,7 +612,7 @@ class GitStore:
             message = (
                 f"gitledger: {folded[0]}"
                 if len(folded) == 1
-                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(folded))
+                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(summary))
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
@@ -709,6 +717,27 @@ class GitStore:
         self.journal.close()
         self._reader.close()
         self.repo.close()
+
+
+def stored_line(key: str, event: Event) -> bytes:
+    """The line an event is stored as: its JSON without the ``key`` field when that is the entry's
+    own key (the key is the intent's, which the note annotates; :func:`_with_key` puts it back on
+    reading). Lines written with the key (before this) read the same."""
+    if event.get("key") == key:
+        event = {name: value for name, value in event.items() if name != "key"}
+    return encode_event(event).rstrip(b"\n")
+
+
+def _with_key(event: Event, key: str) -> Event:
+    """A stored event with its entry's key, in the order it had as written in full (sorted fields,
+    then the parser's ``_line``)."""
+    if "key" in event:
+        return event
+    fields = sorted([*((k, v) for k, v in event.items() if k != "_line"), ("key", key)])
+    out: Event = dict(fields)
+    if "_line" in event:
+        out["_line"] = event["_line"]
+    return out
 
 
 def _state(line: bytes) -> str:
