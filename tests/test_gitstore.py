@@ -386,3 +386,17 @@ def test_notes_written_with_the_key_in_every_event_still_read_the_same(
             ["id", "key", "state", "_line"],
             ["id", "key", "outcome", "state", "_line"],
         ]
+
+
+@pytest.mark.parametrize(
+    "task", ["T-1", 'quote " and \\ backslash', "é ü 日本", "tab\there", "\x00\x1f\u2028"]
+)
+def test_the_intent_record_is_the_json_it_always_was(task: str) -> None:
+    """An intent's object id is the key's identity in every clone: the record, now built directly,
+    must stay byte for byte what ``json.dumps`` gave."""
+    from gitledger.git.store import intent_bytes
+
+    intent = Intent(f"{task}.step.abc", task, "step\n", "d" * 64)
+    record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
+    expected = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    assert intent_bytes(intent) == expected

@@ -39,6 +39,7 @@ import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring as _json_string
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
@@ -75,8 +76,10 @@ def fanout(name: str) -> list[str]:
 
 
 def intent_bytes(intent: Intent) -> bytes:
-    record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    """The intent record: what ``json.dumps`` of its fields gives (sorted, compact, not ASCII-escaped),
+    built directly (it is hashed on every lookup of a key not seen before)."""
+    digest, key, step, task = (_json_string(f) for f in (intent.digest, intent.key, intent.step, intent.task))
+    return f'{{"digest":{digest},"key":{key},"step":{step},"task":{task},"v":1}}\n'.encode()
 
 
 def parse_intent(data: bytes) -> Intent | None:
