@@ -1,7 +1,8 @@
 """The storage engine against bare SQLite and the previous engine, interleaved in one run (issue 14).
 
     python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
-                                     [--writers 1,2,4,8] [--growth 2000] [--quick] [--json OUT]
+                                     [--writers 1,2,4,8] [--per-writer 300] [--writer-rounds 1]
+                                     [--growth 2000] [--only PARTS] [--quick] [--json OUT]
 
 Every measured engine runs in a child process of its own, round by round in a rotating order, so load
 on the shared cores hits all alike; read the ratios, not the absolute figures.
@@ -12,10 +13,14 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   ``benchmarks/ledgers.py``), and the previous engine (``--baseline``, exported with ``git archive``;
   by default the last commit before the journal). Ledgers of 100 and ``--large`` entries each.
 - **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
-  gitledger (fsync and none) and SQLite: steps/s over the wall time of the whole group; the ledger is
-  counted afterwards (nothing may be lost).
-- **growth**: ``--growth`` fresh steps into an empty repository: bytes of ``.git`` added per entry as
-  written (after ``gitledger flush``) and after ``git gc``, and loose object files per step.
+  gitledger (fsync and none), SQLite and the previous engine (``--baseline``), interleaved: round by
+  round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
+  of ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost).
+- **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one:
+  bytes of ``.git`` added per entry as written (after a flush) and after ``git gc``, and loose object
+  files per step.
+
+``--only in_process,writers,growth`` runs some of the parts.
 """
 
 from __future__ import annotations
