@@ -575,7 +575,6 @@ class GitStore:
             note_changes: dict[tuple[str, ...], str] = {}
             intent_changes: dict[tuple[str, ...], str] = {}
             folded: list[str] = []
-            summary: list[str] = []  # the commit message: one line per key, its events' states
             for key in keys:
                 raw = journal.intents.get(key)
                 intent = parse_intent(raw) if raw is not None else self._tree_intent(intents.tree, key)
@@ -591,9 +590,7 @@ class GitStore:
                 note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
                     "blob", merged
                 )
-                states = [_state(line) for line in journal.lines(key)]
-                folded += [f"{state} {key}" for state in states]
-                summary.append(f"{key} {','.join(states)}")
+                folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
                 at = self.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
@@ -615,7 +612,7 @@ class GitStore:
             message = (
                 f"gitledger: {folded[0]}"
                 if len(folded) == 1
-                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(summary))
+                else (f"gitledger: {len(folded)} events\n\n" + "\n".join(folded))
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
