@@ -9,13 +9,15 @@ Variants, one fresh process each per round, the order rotating:
   refusal needs no GitHub call); target ≤ ``skip``;
 - ``skip``: ``gitledger run-step`` on a done key (the run-step fast path), for reference.
 
-Usage: ``python -m benchmarks.bench_agent_hook [ROUNDS]``; prints medians and the ratios as JSON.
+Usage: ``python -m benchmarks.bench_agent_hook [ROUNDS]``; prints medians (wall time, and CPU time of the
+process and its git children) and the ratios as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,13 +32,18 @@ from tests.agent_support import agent_repo, bash
 PY = sys.executable
 
 
-def _time(argv: list[str], stdin: str, cwd: Path, env: dict[str, str]) -> float:
+def _time(argv: list[str], stdin: str, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one process; CPU is its own and its children's user + system time (from
+    getrusage), which other jobs on shared cores disturb far less than wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd, env=env, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0,):
         raise SystemExit(f"{argv} failed: {proc.stderr}")
-    return elapsed
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return elapsed, cpu
 
 
 def main(rounds: int = 30) -> dict[str, object]:
@@ -89,20 +96,27 @@ def main(rounds: int = 30) -> dict[str, object]:
             "skip": ([PY, "-m", "gitledger", "run-step", "-t", "T1", "-s", "s", "--", "true"], ""),
         }
         times: dict[str, list[float]] = {name: [] for name in variants}
+        cpus: dict[str, list[float]] = {name: [] for name in variants}
         names = list(variants)
         for r in range(rounds + 2):
             order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 argv, stdin = variants[name]
-                elapsed = _time(argv, stdin, workdir, env)
+                elapsed, cpu = _time(argv, stdin, workdir, env)
                 if r >= 2:  # warm-up rounds
                     times[name].append(elapsed)
+                    cpus[name].append(cpu)
         med = {name: statistics.median(values) * 1000 for name, values in times.items()}
+        cpu_med = {name: statistics.median(values) * 1000 for name, values in cpus.items()}
         result: dict[str, object] = {
             "rounds": rounds,
+            "load_average": round(os.getloadavg()[0], 2),
             "median_ms": {k: round(v, 1) for k, v in med.items()},
+            "median_cpu_ms": {k: round(v, 1) for k, v in cpu_med.items()},
             "unrecognised_over_floor": round(med["unrecognised"] / med["floor"], 2),
             "known_over_skip": round(med["known"] / med["skip"], 2),
+            "cpu_unrecognised_over_floor": round(cpu_med["unrecognised"] / cpu_med["floor"], 2),
+            "cpu_known_over_skip": round(cpu_med["known"] / cpu_med["skip"], 2),
         }
         return result
     finally:

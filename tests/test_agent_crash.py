@@ -155,7 +155,11 @@ def test_reworded_retries_after_sigkill_never_duplicate(server: dict[str, Any], 
                 os.close(read_fd)
                 code = 0
                 try:
-                    _attempt(workdir, gh_repo, task, f"a{i}", _command(kind, i, 0, targets.get(i)), write_fd)
+                    # a client of its own: a request cut off by the SIGKILL on the parent's pooled
+                    # keep-alive connection would run into the parent's next request on that socket
+                    own = Github(auth=Auth.Token(TOKEN), base_url=server["url"], seconds_between_writes=None)
+                    own_repo = own.get_repo(REPO)
+                    _attempt(workdir, own_repo, task, f"a{i}", _command(kind, i, 0, targets.get(i)), write_fd)
                 except BaseException:
                     code = 1
                 os._exit(code)

@@ -66,8 +66,10 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
                 assert cell[path]["n"] >= 2 and _finite(cell[path]["median"]) and _finite(cell[path]["p90"])
 
     process = data["process"]["results"]
-    assert set(process) == {"floor", "skip", "skip_typer", "fresh"}
-    assert all(_finite(v["median"]) and _finite(v["x_floor"]) for v in process.values())
+    assert set(process) == {"python", "floor", "skip", "skip_typer", "fresh"}
+    for v in process.values():
+        assert _finite(v["median"]) and _finite(v["x_floor"]) and _finite(v["cpu_median"])
+    assert all(_finite(r) and r > 0 for r in data["process"]["ratios"].values())
 
     conc = data["concurrency"]["results"]
     for kind in ("gitledger", "sqlite", "json", "gitledger-noflock"):

@@ -17,6 +17,10 @@ import pytest
 from testing.repos import ROOT
 from tests.packaging_support import dists, ok, pyproject, run
 
+# one worker for the packaging modules under pytest-xdist: they build and install this tree (its
+# build/ and *.egg-info), and this module builds its environment once
+pytestmark = pytest.mark.xdist_group("packaging")
+
 DIST_NAME = "gitledger-agents"
 REPO_URL = "https://github.com/gitledger/gitledger"
 
@@ -75,7 +79,7 @@ def test_the_sdist_holds_the_tracked_tree_and_its_tests_run(tmp_path: Path) -> N
     assert not (unpacked / ".git").exists()
 
     def collected(where: Path) -> list[str]:
-        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider"]
         lines = ok(run(argv, cwd=where, timeout=180)).splitlines()
         return sorted(line for line in lines if "::" in line)
 
@@ -83,7 +87,7 @@ def test_the_sdist_holds_the_tracked_tree_and_its_tests_run(tmp_path: Path) -> N
     assert len(from_sdist) > 400
     assert from_sdist == collected(ROOT)
     # and a few of them run from the unpacked archive, against the code in it
-    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_keys.py"]
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", "tests/test_keys.py"]
     output = ok(run(argv, cwd=unpacked, env=None, timeout=300))
     assert re.search(r"\d+ passed", output)
     shutil.rmtree(unpacked)

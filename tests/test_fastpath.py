@@ -1,4 +1,4 @@
-"""The fast skip path answers exactly like the full command, and steps aside for everything else."""
+"""The typer-free run-step answers exactly like the typer command, and steps aside for anything unusual."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitledger.cli.fastskip import parse
-from testing.repos import run_gitledger
+from gitledger.cli.fastpath import parse
+from testing.repos import init_repo, run_gitledger
 
 SLOW = {"GITLEDGER_NO_FASTPATH": "1"}
 
@@ -109,3 +109,44 @@ def test_parse_reads_all_forms():
     assert parsed is not None
     assert parsed["task"] == "T" and parsed["arg"] == ["a=1", "b=2"] and parsed["json"] is True
     assert parsed["command"] == ["cmd", "--task", "x"]
+
+
+FRESH_CASES = {
+    "created": ["--arg", "a=1", "--", "sh", "-c", 'echo https://x/pull/7 > "$GITLEDGER_RESULT"'],
+    "created json": ["--json", "--", "sh", "-c", "echo out; echo err >&2"],
+    "failed": ["--", "sh", "-c", "echo oops >&2; exit 3"],
+    "already existed": ["-c", "file:done.txt", "--", "sh", "-c", "exit 9"],
+    "settled by a file check": ["-c", "file:missing.txt", "--json", "--", "touch", "missing.txt"],
+    "bad check": ["-c", "bogus", "--", "true"],
+    "bad policy": ["--on-unconfirmed", "x", "--", "true"],
+    "offline without remote": ["--allow-offline", "--", "true"],
+    "missing program": ["--", "no-such-program-xyz"],
+    "content from stdin": ["--content-file", "-", "--", "true"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(FRESH_CASES))
+def test_fresh_step_answers_identically(tmp_path: Path, case: str):
+    """Fresh keys in two identical repositories: the fast path in one, the typer command in the other."""
+    outputs = []
+    for name, env in (("fast", {}), ("slow", SLOW)):
+        repo = init_repo(tmp_path / name)
+        (repo / "done.txt").write_text("x")
+        args = ["run-step", "-t", "T", "-s", "s", *FRESH_CASES[case]]
+        proc = run_gitledger(*args, cwd=repo, env=env, input="some content")
+        again = run_gitledger(*args, cwd=repo, env=env, input="some content")
+        texts = (proc.stdout, proc.stderr, again.stdout, again.stderr)
+        outputs.append((proc.returncode, again.returncode, *(t.replace(str(repo), "REPO") for t in texts)))
+    assert outputs[0] == outputs[1]
+
+
+def test_fresh_step_runs_without_typer(repo: Path):
+    proc = run_gitledger(
+        "run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo, env={"PYTHONPROFILEIMPORTTIME": "1"}
+    )
+    assert proc.returncode == 0 and "created" in proc.stderr
+    imported = {
+        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time")
+    }
+    assert "gitledger.core.protocol" in imported  # the measurement works
+    assert not {"typer", "click", "pydantic", "github", "yaml"} & imported

@@ -12,12 +12,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from packaging.requirements import Requirement
 
 from testing.fakegithub import FakeGitHub, drop_after_effect
 from testing.repos import ROOT, init_repo
 from tests.github_support import REPO, clone, fast_env
 from tests.packaging_support import INSTALL_TIMEOUT, clean_env, dists, make_venv, ok, pyproject, run
+
+# one worker for the packaging modules under pytest-xdist: they build and install this tree (its
+# build/ and *.egg-info)
+pytestmark = pytest.mark.xdist_group("packaging")
 
 _FLOOR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)>=([0-9]+(?:\.[0-9]+)*)$")
 

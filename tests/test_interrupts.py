@@ -181,6 +181,35 @@ def test_timeout_s_int_signals_the_group_once(repo: Path, tmp_path: Path) -> Non
     assert entry(repo)["outcome"] == "interrupted"
 
 
+# Runs until it has two signals (at most 10 s), noting each.
+TWO_SIGNALS = r"""
+n=0
+trap "echo INT >> \"$LOG\"; n=\$((n+1))" INT
+echo started >> "$LOG"
+i=0
+while [ "$n" -lt 2 ] && [ "$i" -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+exit 7
+"""
+
+
+@pytest.mark.parametrize("gap", [0.1, 1.5])
+def test_a_repeated_signal_is_one_interrupt_unless_it_comes_later(
+    repo: Path, tmp_path: Path, gap: float
+) -> None:
+    """The same signal from the same sender again within a second (what timeout does: its child, then its
+    group) reaches the command once; again after that (a deliberate second Ctrl-C), it is passed on."""
+    log = tmp_path / "log"
+    proc = start(step_argv(script=TWO_SIGNALS), repo, {"LOG": str(log)}, stdout=subprocess.PIPE, text=True)
+    wait_for(log, "started")
+    proc.send_signal(signal.SIGINT)
+    wait_for(log, "INT")
+    time.sleep(gap)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert lines(log) == (["started", "INT"] if gap < 1.0 else ["started", "INT", "INT"])
+
+
 def test_sigterm_outside_the_command_says_so(repo: Path, tmp_path: Path) -> None:
     """SIGTERM while gitledger itself works (here: waiting on a slow check) → one line, exit 143."""
     marker = tmp_path / "checking"

@@ -1,7 +1,8 @@
 """The ``gitledger`` command line: thin commands that parse, call the core and print.
 
-Every command module registers itself on :data:`app`. Heavy modules (PyGithub, the benchmarks) are
-imported inside the commands that need them so that ``run-step`` on a done key starts fast.
+Every command module registers itself on :data:`app`. A plain ``run-step`` runs without typer
+(:mod:`gitledger.cli.fastpath`); heavy modules (PyGithub, the benchmarks) are imported inside the
+commands that need them.
 """
 
 from __future__ import annotations
@@ -76,13 +77,23 @@ def _catch_signals() -> Callable[[], None]:
     return restore
 
 
-def _dispatch(args: list[str]) -> int:
-    """The fast skip when it can answer, else the typer application."""
-    from gitledger.cli.fastskip import try_skip
+def _report(exc: GitledgerError) -> int:
+    from gitledger.cli.render import printable
 
-    skipped = try_skip(args)
-    if skipped is not None:
-        return skipped
+    print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
+    return exc.exit_code
+
+
+def _dispatch(args: list[str]) -> int:
+    """A plain ``run-step`` without typer (:mod:`gitledger.cli.fastpath`), else the typer application."""
+    from gitledger.cli.fastpath import try_run
+
+    try:
+        code = try_run(args)
+    except GitledgerError as exc:
+        return _report(exc)
+    if code is not None:
+        return code
 
     import typer.main
 
@@ -108,10 +119,7 @@ def _dispatch(args: list[str]) -> int:
             obj=Invocation(tuple(args)),
         )
     except GitledgerError as exc:
-        from gitledger.cli.render import printable
-
-        print(f"gitledger: {printable(exc.message)}", file=sys.stderr)
-        return exc.exit_code
+        return _report(exc)
     except Exception as exc:
         # click's usage errors (vendored by typer) carry format_message() and exit_code.
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import typer
 
+from gitledger.cli.render import say as say  # the commands import it from here
+
 app = typer.Typer(
     name="gitledger",
     help=(
@@ -50,11 +52,6 @@ def emit_json(data: object) -> None:
     import json
 
     typer.echo(json.dumps(data, ensure_ascii=False))
-
-
-def say(message: str) -> None:
-    """A human message on stderr (stdout is kept for results and --json)."""
-    typer.echo(f"gitledger: {message}", err=True)
 
 
 REPO = typer.Option(

@@ -37,6 +37,11 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "\u2026"
 
 
+def say(message: str) -> None:
+    """A human message on stderr (stdout is kept for results and --json), control characters shown."""
+    print(f"gitledger: {printable(message)}", file=sys.stderr, flush=True)
+
+
 def report_step(data: dict[str, Any], json_out: bool) -> None:
     """Print a step's result: one JSON object on stdout, or one human line on stderr (clipped to a
     terminal's width; the full values are in --json and 'gitledger show')."""
@@ -151,4 +156,4 @@ class Progress:
             self._shown = 0
 
 
-__all__ = ["Progress", "clip", "printable", "report_step", "table", "terminal_width"]
+__all__ = ["Progress", "clip", "printable", "report_step", "say", "table", "terminal_width"]

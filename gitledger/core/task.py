@@ -18,15 +18,14 @@ Reading the environment, git and the configuration is the caller's job
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ENV_VAR = "GITLEDGER_TASK"
 GIT_CONFIG_KEY = "gitledger.task"
 EXAMPLE_PATTERN = "agent/(?P<task>[^/]+)"
 
 
-@dataclass(frozen=True)
-class TaskChoice:
+class TaskChoice(NamedTuple):
     """A resolved task and where it came from (``option``, ``env``, ``git-config`` or ``branch``)."""
 
     task: str

@@ -1,7 +1,7 @@
 """Steps: from a request to what the protocol needs (key, checks, policy), the fast skip's read-only
 answer, and running a guarded command once per intent.
 
-Shared by the ``run-step`` command and the typer-free fast skip (:mod:`gitledger.cli.fastskip`), so both
+Shared by the ``run-step`` command and the typer-free fast path (:mod:`gitledger.cli.fastpath`), so both
 decide the same way.
 """
 

@@ -283,11 +283,16 @@ class GitRepo:
 
     def remote_url(self, name: str = "origin") -> str | None:
         """The URL of remote ``name`` as git resolves it (``insteadOf`` applied), None when there is no
-        such remote; asked once per repository object."""
+        such remote; asked once per repository object, and read from the configuration files without
+        starting git when that gives git's answer exactly (:mod:`gitledger.git.gitconfig`)."""
         if name not in self._remote_urls:
-            proc = self.run("remote", "get-url", "--", name, check=False)
-            url = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
-            self._remote_urls[name] = url or None
+            from gitledger.git import gitconfig
+
+            found = gitconfig.remote_url(name, self.git_dir, self.common_dir)  # no process when exact
+            if found is gitconfig.UNKNOWN:
+                proc = self.run("remote", "get-url", "--", name, check=False)
+                found = proc.stdout.decode(errors="replace").strip() if proc.returncode == 0 else ""
+            self._remote_urls[name] = str(found) if found else None
         return self._remote_urls[name]
 
     # -- objects -----------------------------------------------------------------------------------

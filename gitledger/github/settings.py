@@ -11,22 +11,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gitledger.core.errors import GitledgerError, UsageError
+from gitledger.core.remotes import is_owner_repo, parse_remote_url
 
 if TYPE_CHECKING:
     from gitledger.git.repo import GitRepo
 
 DEFAULT_API_URL = "https://api.github.com"
 TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN")
-
-_OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-_REMOTE_PATTERNS = (
-    # https://github.com/o/r(.git), http(s)://user:pass@host/o/r.git, git://host/o/r.git
-    re.compile(r"^(?:https?|git)://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-    # ssh://git@host(:port)/o/r.git
-    re.compile(r"^ssh://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-    # git@github.com:o/r.git (scp-like; a local path has no "host:" in front)
-    re.compile(r"^(?:[^@/:]+@)?[A-Za-z0-9.-]+:(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$"),
-)
 
 
 class GitHubError(GitledgerError):
@@ -42,17 +33,6 @@ class WriteUnknownError(GitHubError):
 
 
 # -- settings -------------------------------------------------------------------------------------------
-
-
-def parse_remote_url(url: str) -> str | None:
-    """``OWNER/NAME`` from a git remote URL, or None when the URL names no such repository."""
-    text = url.strip()
-    for pattern in _REMOTE_PATTERNS:
-        match = pattern.match(text)
-        if match:
-            full = f"{match['owner']}/{match['name']}"
-            return full if _OWNER_REPO.match(full) else None
-    return None
 
 
 def strip_userinfo(url: str) -> str:
@@ -134,7 +114,7 @@ class GitHubSettings:
 def _repository(repo: str | None, git_repo: GitRepo | None) -> str:
     if repo:
         text = repo.strip()
-        if not _OWNER_REPO.match(text):
+        if not is_owner_repo(text):
             raise GitHubSettingsError(f"GitHub repository {text!r} must look like OWNER/NAME")
         return text
     url = git_repo.remote_url("origin") if git_repo is not None else None

@@ -27,6 +27,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,9 +136,18 @@ def _watched() -> set[signal.Signals]:
     return {signal.SIGCHLD, *(s for s in INTERRUPTS if signal.getsignal(s) != signal.SIG_IGN)}
 
 
+ECHO_WINDOW = 1.0  # seconds within which the same signal from the same sender is one interrupt
+
+
 def _wait(proc: subprocess.Popen[bytes], watched: set[signal.Signals], own_group: bool) -> tuple[int, int]:
-    """Wait for the command, taking the interrupt signals meanwhile: (exit code, first signal or 0)."""
+    """Wait for the command, taking the interrupt signals meanwhile: (exit code, first signal or 0).
+
+    A supervisor may send one interrupt twice: ``timeout`` signals its child, then its whole process
+    group, which holds gitledger too. The same signal from the same sender within :data:`ECHO_WINDOW`
+    is therefore forwarded once; a later one (a deliberate second Ctrl-C) is forwarded again.
+    """
     interrupted = 0
+    last: tuple[int, int, float] | None = None  # (signal, sender pid, when) of the last one forwarded
     while True:
         code = proc.poll()
         if code is not None:
@@ -146,6 +156,10 @@ def _wait(proc: subprocess.Popen[bytes], watched: set[signal.Signals], own_group
         if info is None or info.si_signo == signal.SIGCHLD:
             continue
         interrupted = interrupted or info.si_signo
+        now = time.monotonic()
+        if last is not None and last[:2] == (info.si_signo, info.si_pid) and now - last[2] < ECHO_WINDOW:
+            continue
+        last = (info.si_signo, info.si_pid, now)
         _forward(proc, info, own_group)
     # signals that arrived as the command ended: taken here, never as an exception mid-recording
     while (info := signal.sigtimedwait(watched, 0)) is not None:

@@ -26,6 +26,9 @@ def config_text(github_repo: str | None = None) -> str:
         lines.extend(f"      - {json.dumps(c)}" for c in checks)
     if github_repo:
         lines += ["github:", f"  repo: {github_repo}"]
+    # a rerun after a crash before the effect waits out the settle window (github-comment: 15 s by
+    # default) before it looks at reality; the fake GitHub applies writes at once, so 1 s is plenty
+    lines.append("settle: 1")
     return "\n".join(lines) + "\n"
 
 

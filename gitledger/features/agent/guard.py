@@ -22,10 +22,8 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from gitledger.core import similarity
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, Effect
 from gitledger.core.errors import CorruptLedgerError, GitledgerError
 from gitledger.core.events import ATTEMPTING, DONE, FAILED, Entry, Event, Folded
@@ -46,10 +44,12 @@ DEFAULT_LEASE = 900.0  # Claude Code's longest Bash timeout is 10 minutes
 MAX_SLOTS = 64
 MAX_DECISIONS = 50
 STEP = {PR: "agent-pr", COMMENT: "agent-comment", ISSUE: "agent-issue", PUSH: "agent-push"}
-_PR_URL = re.compile(r"https?://[^\s\"'<>]+/pull/(\d+)\b(?!#)")
-_COMMENT_URL = re.compile(r"https?://[^\s\"'<>]+/(?:pull|issues)/\d+#issuecomment-\d+")
-_ISSUE_URL = re.compile(r"https?://[^\s\"'<>]+/issues/(\d+)\b(?!#)")
-_NUMBER = re.compile(r"/(?:pull|issues)/(\d+)")
+# patterns as text: re compiles (and caches) one on first use, so a hook call pays only for those
+# it uses
+_PR_URL = r"https?://[^\s\"'<>]+/pull/(\d+)\b(?!#)"
+_COMMENT_URL = r"https?://[^\s\"'<>]+/(?:pull|issues)/\d+#issuecomment-\d+"
+_ISSUE_URL = r"https?://[^\s\"'<>]+/issues/(\d+)\b(?!#)"
+_NUMBER = r"/(?:pull|issues)/(\d+)"
 
 
 class GuardError(GitledgerError):
@@ -58,14 +58,12 @@ class GuardError(GitledgerError):
     exit_code = 2
 
 
-@dataclass(frozen=True)
-class Claimed:
+class Claimed(NamedTuple):  # records on the hook's path are NamedTuples: a dataclass costs ~0.7 ms to define
     step: StepKey
     claim_id: str
 
 
-@dataclass
-class Target:
+class Target(NamedTuple):
     """An effect with everything its key needs resolved."""
 
     effect: Effect
@@ -90,30 +88,35 @@ class Target:
 
 
 def number_of(ref: str | None) -> int | None:
-    match = _NUMBER.search(ref or "")
+    match = re.search(_NUMBER, ref or "")
     return int(match.group(1)) if match else None
 
 
-@dataclass
 class AgentGuard:
-    """Decides one hook event against a workspace's ledger and GitHub."""
+    """Decides one hook event against a workspace's ledger and GitHub.
 
-    ws: Workspace
-    owner: Owner
-    task: str | None
-    event: HookEvent
-    github_for: Callable[[str], GitHubContext] | None = None
-    clock: Callable[[], float] = time.time
-    lease: float = DEFAULT_LEASE
-    _github: dict[str, GitHubContext] = field(default_factory=dict)
-    _cache: dict[tuple[str, Any], Any] = field(default_factory=dict)
-    _shared: set[str] = field(default_factory=set)
+    A plain class: a dataclass of these fields cost ~1 ms to define, on every guarded hook call.
+    """
 
-    def __post_init__(self) -> None:
-        if self.ws.repo is None:
+    def __init__(
+        self,
+        ws: Workspace,
+        owner: Owner,
+        task: str | None,
+        event: HookEvent,
+        github_for: Callable[[str], GitHubContext] | None = None,
+        clock: Callable[[], float] = time.time,
+        lease: float = DEFAULT_LEASE,
+    ) -> None:
+        if ws.repo is None:
             raise GuardError("gitledger: the agent works outside a git repository; not acting")
-        self.repo = self.ws.repo
-        self.runner = StepRunner(self.ws.store, owner=self.owner, clock=self.clock)
+        self.ws, self.owner, self.task, self.event = ws, owner, task, event
+        self.github_for, self.clock, self.lease = github_for, clock, lease
+        self.repo = ws.repo
+        self.runner = StepRunner(ws.store, owner=owner, clock=clock)
+        self._github: dict[str, GitHubContext] = {}
+        self._cache: dict[tuple[str, Any], Any] = {}
+        self._shared: set[str] = set()
 
     # -- plumbing ----------------------------------------------------------------------------------
 
@@ -138,7 +141,7 @@ class AgentGuard:
                 ctx.close()
 
     def _origin_repo(self) -> str | None:
-        from gitledger.github.settings import parse_remote_url
+        from gitledger.core.remotes import parse_remote_url
 
         if self.ws.repo is None:
             return None
@@ -206,7 +209,7 @@ class AgentGuard:
                 )
         if effect.kind == PUSH and effect.branch is None:
             branch = self.current_branch(effect.cwd)
-            effect = replace(effect, branch=branch or "HEAD")
+            effect = effect._replace(branch=branch or "HEAD")
         if effect.kind in (COMMENT, ISSUE) and not self.task:
             raise GuardError(
                 f"gitledger: {effect.source} needs a task to be checked for duplicates, and none is set; "
@@ -216,7 +219,7 @@ class AgentGuard:
         return Target(effect, self.task, repo, head)
 
     def default_repo(self, effect: Effect) -> str:
-        from gitledger.github.settings import parse_remote_url
+        from gitledger.core.remotes import parse_remote_url
 
         if self.ws.config.github_repo and not effect.remote:
             return self.ws.config.github_repo
@@ -329,13 +332,15 @@ class AgentGuard:
             head = str(detail.get("head") or t.head)
             pr = self.gh(t.repo).pull_for_head(head)
             if pr is not None:
-                self.record_found(step, replace(t, head=head), entry, pr.html_url, None, status=pr.status)
+                self.record_found(step, t._replace(head=head), entry, pr.html_url, None, status=pr.status)
             else:
                 self.settle_failed(step, entry, f"settled: no pull request from {head} on GitHub")
             return
         if kind == PUSH:
             self.settle_failed(step, entry, "settled: a push is repeated safely")
             return
+        from gitledger.core import similarity  # texts only: a PR's path never loads it
+
         text = str(detail.get("text") or "")
         found = self.reality(t, text, similarity.SETTLE) if text else None
         if found is not None:
@@ -409,6 +414,8 @@ class AgentGuard:
 
     def reality(self, t: Target, text: str, threshold: float) -> tuple[str, str] | None:
         """(url, text) of a comment/issue by the token's user whose text is a near-duplicate, or None."""
+        from gitledger.core import similarity
+
         gh = self.gh(t.repo)
         if t.effect.kind == COMMENT:
             assert t.effect.target is not None
@@ -431,6 +438,8 @@ class AgentGuard:
         return None
 
     def pre_slots(self, t: Target) -> Decision | Claimed | None:
+        from gitledger.core import similarity
+
         text = t.effect.text
         for slot in range(MAX_SLOTS):
             step = self.step_for(t, slot)
@@ -538,13 +547,13 @@ class AgentGuard:
 def ref_from_output(t: Target, output: str) -> str | None:
     kind = t.effect.kind
     if kind == PR:
-        match = _PR_URL.search(output)
+        match = re.search(_PR_URL, output)
         return match.group(0) if match else None
     if kind == COMMENT:
-        match = _COMMENT_URL.search(output)
+        match = re.search(_COMMENT_URL, output)
         return match.group(0) if match else None
     if kind == ISSUE:
-        match = _ISSUE_URL.search(output)
+        match = re.search(_ISSUE_URL, output)
         return match.group(0) if match else None
     return f"{t.repo}:refs/heads/{t.effect.branch}"
 

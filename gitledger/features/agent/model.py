@@ -4,8 +4,9 @@ translate both ways. Standard library only."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 PRE = "pre"  # before a tool call: may deny it
 POST = "post"  # after a tool call that succeeded: record what it made
@@ -22,15 +23,14 @@ KEEP_WORKING = "keep-working"  # refuse to stop, with a reason
 NOTHING = "nothing"  # no answer
 
 
-@dataclass(frozen=True)
-class HookEvent:
+class HookEvent(NamedTuple):  # NamedTuples: defined in a tenth of a dataclass's time, on every hook call
     agent: str  # claude | codex | gemini
     kind: str  # one of the constants above
     name: str  # the agent's own event name (PreToolUse, BeforeTool, ...)
     session_id: str | None = None
     cwd: str | None = None
     tool_name: str | None = None
-    tool_input: dict[str, Any] = field(default_factory=dict)
+    tool_input: Mapping[str, Any] = MappingProxyType({})
     tool_use_id: str | None = None
     tool_output: str | None = None  # the tool's output as text (stdout, MCP result), for refs
     error: str | None = None
@@ -38,8 +38,7 @@ class HookEvent:
     source: str | None = None  # SessionStart: startup, resume, clear, compact
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     verdict: str
     reason: str | None = None  # deny, fail-closed, keep-working
     context: str | None = None  # context, or extra context next to a deny

@@ -27,7 +27,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
@@ -36,13 +35,16 @@ if TYPE_CHECKING:
     from gitledger.config import AgentRule
 
 SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command", "run_shell_command"})
-_MCP_GITHUB = re.compile(r"^mcp__(?:github|plugin_[A-Za-z0-9_-]*_github)__(?P<tool>[A-Za-z0-9_]+)$")
+# patterns as text: re compiles (and caches) one on first use, so a hook call pays only for those
+# it uses
+_MCP_GITHUB = r"^mcp__(?:github|plugin_[A-Za-z0-9_-]*_github)__(?P<tool>[A-Za-z0-9_]+)$"
 _SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_API_PATH = re.compile(
-    r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
+_ASSIGNMENT = r"^[A-Za-z_][A-Za-z0-9_]*="
+_API_PATH = (
+    r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/"
+    r"(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
 )
-_ISSUE_URL = re.compile(r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/(?P<number>\d+)")
+_ISSUE_URL = r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/(?P<number>\d+)"
 
 # gh options that take a value, per subcommand (anything else is a flag)
 _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
@@ -130,7 +132,7 @@ def split_commands(command: str) -> Iterator[list[str]]:
 
 def _strip_assignments(words: list[str], env: dict[str, str]) -> list[str]:
     i = 0
-    while i < len(words) and _ASSIGNMENT.match(words[i]):
+    while i < len(words) and re.match(_ASSIGNMENT, words[i]):
         name, _, value = words[i].partition("=")
         env[name] = value
         i += 1
@@ -288,7 +290,7 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
         method = "POST" if fields or has_input else "GET"
     if method != "POST":
         return None
-    match = _API_PATH.match(path.split("?", 1)[0])
+    match = re.match(_API_PATH, path.split("?", 1)[0])
     if match is None:
         return None
     owner, name = match["owner"], match["name"]
@@ -382,7 +384,7 @@ def _target(word: str) -> tuple[int | None, str | None]:
     text = word.strip().lstrip("#")
     if text.isdigit():
         return int(text), None
-    match = _ISSUE_URL.search(text)
+    match = re.search(_ISSUE_URL, text)
     if match:
         return int(match["number"]), f"{match['owner']}/{match['name']}"
     return None, None
@@ -531,7 +533,7 @@ def recognise(
             effects.append(effect)
     if effects:
         return [_complete(e) for e in effects]
-    match = _MCP_GITHUB.match(tool_name)
+    match = re.match(_MCP_GITHUB, tool_name)
     if match:
         return [_complete(e) for e in _mcp(match["tool"], tool_name, tool_input)]
     command = tool_input.get("command")
@@ -592,7 +594,7 @@ def _complete(effect: Effect) -> Effect:
     missing = [f for f in missing if not (f == "branch" and effect.kind == PUSH)]
     if not missing or effect.problems:
         return effect
-    return replace(effect, problems=tuple(f"the {f}" for f in missing))
+    return effect._replace(problems=tuple(f"the {f}" for f in missing))
 
 
 __all__ = ["SHELL_TOOLS", "recognise", "recognise_command", "split_commands"]

@@ -137,7 +137,7 @@ class AuditReport:
 
 def _origin_names(repo: GitRepo | None, full_name: str) -> str | None:
     """A remote URL of ``repo`` that names ``full_name`` (so its credentials and config apply)."""
-    from gitledger.github.settings import parse_remote_url
+    from gitledger.core.remotes import parse_remote_url
 
     if repo is None:
         return None
@@ -247,7 +247,7 @@ def run_audit(options: AuditOptions, session: Session | None = None) -> AuditRep
 
 
 def _origin_repo(repo: GitRepo | None) -> str | None:
-    from gitledger.github.settings import parse_remote_url
+    from gitledger.core.remotes import parse_remote_url
 
     if repo is None:
         return None

@@ -158,7 +158,8 @@ def existence_finders(repo: Path, remote: str, url: str) -> list[ExistenceFinder
     It is called only when a pushed commit carries a key, and imports PyGithub only then.
     """
     from gitledger import config as config_mod
-    from gitledger.github.settings import TOKEN_VARS, parse_remote_url
+    from gitledger.core.remotes import parse_remote_url
+    from gitledger.github.settings import TOKEN_VARS
 
     if not any(os.environ.get(var, "").strip() for var in TOKEN_VARS):
         return []
