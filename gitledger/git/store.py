@@ -33,17 +33,15 @@ Objects and refs are read in-process (:mod:`gitledger.git.objects`), never throu
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from json.encoder import encode_basestring as _json_string
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
-from gitledger.core.events import BadLine, Entry, Event, encode_event, parse_events
+from gitledger.core.events import BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
 from gitledger.git.journal import Journal
@@ -58,6 +56,14 @@ from gitledger.git.objects import (
     unkeep,
     uses_files_backend,
     write_pack,
+)
+from gitledger.git.records import (
+    intent_bytes,
+    merge_note,
+    parse_intent,
+    state_of,
+    stored_line,
+    with_key,
 )
 from gitledger.git.refupdate import update_refs_fresh
 from gitledger.git.repo import FOLD_LOCK, GitRepo, format_tree, parse_tree
@@ -75,25 +81,6 @@ def fanout(name: str) -> list[str]:
     return [name[2 * i : 2 * i + 2] for i in range(FANOUT)] + [name[2 * FANOUT :]]
 
 
-def intent_bytes(intent: Intent) -> bytes:
-    """The intent record: what ``json.dumps`` of its fields gives (sorted, compact, not ASCII-escaped),
-    built directly (it is hashed on every lookup of a key not seen before)."""
-    digest, key, step, task = (_json_string(f) for f in (intent.digest, intent.key, intent.step, intent.task))
-    return f'{{"digest":{digest},"key":{key},"step":{step},"task":{task},"v":1}}\n'.encode()
-
-
-def parse_intent(data: bytes) -> Intent | None:
-    """The intent in a record written by :func:`intent_bytes`, or None when it is not one."""
-    try:
-        record = json.loads(data)
-        intent = Intent(record["key"], record["task"], record["step"], record["digest"])
-    except (ValueError, UnicodeDecodeError, TypeError, KeyError):
-        return None
-    if not all(isinstance(x, str) for x in (intent.key, intent.task, intent.step, intent.digest)):
-        return None
-    return intent
-
-
 # fold the journal into the notes after this many events (128 fresh steps) ... A fold's fixed cost (a
 # git process, two root trees, two commits, their fsyncs) and the tree versions it leaves in the
 # notes history are per fold; the journal a new process parses is at most this many lines (~3 us each)
@@ -101,21 +88,6 @@ FOLD_EVENTS = 256
 FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
 _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
-
-
-def merge_note(old: bytes, lines: list[bytes]) -> bytes:
-    """``old`` with the journal ``lines`` it does not hold yet appended (each once, in order)."""
-    if not lines:
-        return old
-    if old and not old.endswith(b"\n"):
-        old += b"\n"
-    have = set(old.split(b"\n"))
-    out = [old]
-    for line in lines:
-        if line not in have:
-            have.add(line)
-            out.append(line + b"\n")
-    return b"".join(out)
 
 
 @dataclass(frozen=True)
@@ -372,7 +344,7 @@ class GitStore:
         if body is None:
             return Entry(key, [], version, bad, location=intent_oid or "")
         events, more = parse_events(body)
-        events = [_with_key(event, key) for event in events]
+        events = [with_key(event, key) for event in events]
         if not events and not more:  # gitledger never writes an empty note: someone emptied it
             more = [BadLine(0, "", f"the note {note_oid} is empty")]
         return Entry(key, events, version, bad + more, location=intent_oid or "")
@@ -590,7 +562,7 @@ class GitStore:
                 note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
                     "blob", merged
                 )
-                folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
+                folded += [f"{state_of(line)} {key}" for line in journal.lines(key)]
                 at = self.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
@@ -717,32 +689,3 @@ class GitStore:
         self.journal.close()
         self._reader.close()
         self.repo.close()
-
-
-def stored_line(key: str, event: Event) -> bytes:
-    """The line an event is stored as: its JSON without the ``key`` field when that is the entry's
-    own key (the key is the intent's, which the note annotates; :func:`_with_key` puts it back on
-    reading). Lines written with the key (before this) read the same."""
-    if event.get("key") == key:
-        event = {name: value for name, value in event.items() if name != "key"}
-    return encode_event(event).rstrip(b"\n")
-
-
-def _with_key(event: Event, key: str) -> Event:
-    """A stored event with its entry's key, in the order it had as written in full (sorted fields,
-    then the parser's ``_line``)."""
-    if "key" in event:
-        return event
-    fields = sorted([*((k, v) for k, v in event.items() if k != "_line"), ("key", key)])
-    out: Event = dict(fields)
-    if "_line" in event:
-        out["_line"] = event["_line"]
-    return out
-
-
-def _state(line: bytes) -> str:
-    try:
-        state = json.loads(line).get("state")
-    except (ValueError, AttributeError):
-        return "damaged"
-    return state if isinstance(state, str) else "event"
