@@ -60,7 +60,7 @@ def _worker(kind: str, location: Path, worker: int, steps: int, go: Path) -> dic
         if kind == "gitledger-noflock":
 
             @contextlib.contextmanager
-            def no_lock(name: str = "gitledger.lock") -> Iterator[None]:
+            def no_lock(name: str = "gitledger.lock", *args: Any, **kwargs: Any) -> Iterator[None]:
                 yield
 
             repo.lock = no_lock  # type: ignore[method-assign]
@@ -68,9 +68,9 @@ def _worker(kind: str, location: Path, worker: int, steps: int, go: Path) -> dic
             lock = repo.lock
 
             @contextlib.contextmanager
-            def timed_lock(name: str = "gitledger.lock") -> Iterator[None]:
+            def timed_lock(name: str = "gitledger.lock", *args: Any, **kwargs: Any) -> Iterator[None]:
                 t0 = time.perf_counter()
-                with lock(name):
+                with lock(name, *args, **kwargs):  # the ledger lock (shared or not) and key stripes
                     counts["lock_wait_s"] += time.perf_counter() - t0
                     yield
 

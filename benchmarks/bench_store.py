@@ -1,7 +1,8 @@
 """The storage engine against bare SQLite and the previous engine, interleaved in one run (issue 14).
 
     python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
-                                     [--writers 1,2,4,8] [--growth 2000] [--quick] [--json OUT]
+                                     [--writers 1,2,4,8] [--per-writer 300] [--writer-rounds 1]
+                                     [--growth 2000] [--only PARTS] [--quick] [--json OUT]
 
 Every measured engine runs in a child process of its own, round by round in a rotating order, so load
 on the shared cores hits all alike; read the ratios, not the absolute figures.
@@ -12,10 +13,14 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   ``benchmarks/ledgers.py``), and the previous engine (``--baseline``, exported with ``git archive``;
   by default the last commit before the journal). Ledgers of 100 and ``--large`` entries each.
 - **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
-  gitledger (fsync and none) and SQLite: steps/s over the wall time of the whole group; the ledger is
-  counted afterwards (nothing may be lost).
-- **growth**: ``--growth`` fresh steps into an empty repository: bytes of ``.git`` added per entry as
-  written (after ``gitledger flush``) and after ``git gc``, and loose object files per step.
+  gitledger (fsync and none), SQLite and the previous engine (``--baseline``), interleaved: round by
+  round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
+  of ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost).
+- **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one:
+  bytes of ``.git`` added per entry as written (after a flush) and after ``git gc``, and loose object
+  files per step.
+
+``--only in_process,writers,growth`` runs some of the parts.
 """
 
 from __future__ import annotations
@@ -88,17 +93,29 @@ print(json.dumps(out))
 WRITER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[6])
-from gitledger.core.checks import LedgerCheck
-from gitledger.core.keys import StepKey
-from gitledger.core.protocol import ActionResult, StepRunner
+try:
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import ActionResult, StepRunner
+except ImportError:  # the layout before the layers (the previous engine)
+    from gitledger.checks import LedgerCheck
+    from gitledger.keys import StepKey
+    from gitledger.protocol import ActionResult, StepRunner
 engine, path, wid, n, start_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
 if engine.startswith("sqlite"):
     from benchmarks.ledgers import SqliteStore
     store = SqliteStore(path, engine.split("-")[1].upper())
 else:
-    from gitledger.git.repo import GitRepo
-    from gitledger.git.store import GitStore
-    store = GitStore(GitRepo.discover(path), engine.split("-")[1])
+    try:
+        from gitledger.git.repo import GitRepo
+        from gitledger.git.store import GitStore
+    except ImportError:
+        from gitledger.git import GitRepo
+        from gitledger.gitstore import GitStore
+    try:
+        store = GitStore(GitRepo.discover(path), engine.split("-")[1])
+    except TypeError:  # an engine without durability settings
+        store = GitStore(GitRepo.discover(path))
 runner = StepRunner(store)
 checks = [LedgerCheck()]
 noop = lambda: ActionResult(ok=True)
@@ -173,53 +190,80 @@ def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: P
     return {name: {k: median_ms(v) for k, v in s.items()} for name, s in samples.items()}
 
 
-def writers(work: Path, counts: list[int], per_writer: int) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"):
+def writers(
+    work: Path, counts: list[int], per_writer: int, rounds: int = 1, baseline: Path | None = None
+) -> dict[str, Any]:
+    """steps/s of ``n`` concurrent writer processes per engine, interleaved: round by round, for each
+    writer count, every engine in a rotating order (the previous engine too, with ``--baseline``)."""
+    engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"]
+    if baseline is not None:
+        engines += ["previous-fsync", "previous-none"]
+    rates: dict[str, list[float]] = {}
+    lost: dict[str, int] = {}
+    runs = 0
+    for rnd in range(rounds):
         for n in counts:
-            if engine.startswith("sqlite"):
-                path = work / f"w-{engine}-{n}.db"
-                SqliteStore(path).close()
-            else:
-                path = init_repo(work / f"w-{engine}-{n}")
-            start_at = time.time() + 1.0 + 0.2 * n
-            env = bench_env({"PYTHONPATH": str(ROOT)})
-            procs = [
-                subprocess.Popen(
-                    [PY, "-c", WRITER, engine, str(path), str(w), str(per_writer), str(start_at), str(ROOT)],
-                    env=env,
-                    cwd=work,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-                for w in range(n)
-            ]
-            spans = []
-            for proc in procs:
-                out, err = proc.communicate()
-                if proc.returncode != 0:
-                    raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
-                spans.append(json.loads(out))
-            wall = max(s[1] for s in spans) - min(s[0] for s in spans)
-            if engine.startswith("gitledger"):
-                listed = subprocess.run(
-                    [PY, "-m", "gitledger", "list", "--json"],
-                    cwd=path,
-                    env=env,
-                    capture_output=True,
-                    check=True,
-                )
-                count = len(json.loads(listed.stdout))
-            else:
-                store = SqliteStore(path)
-                count = store.count()
-                store.close()
-            result[f"{engine}@{n}"] = {
-                "steps_per_s": n * per_writer / wall,
-                "lost": n * per_writer - count,
-            }
-    return result
+            shift = (rnd + n) % len(engines)
+            for engine in engines[shift:] + engines[:shift]:
+                runs += 1
+                if engine.startswith("sqlite"):
+                    path = work / f"w-{engine}-{n}-{runs}.db"
+                    SqliteStore(path).close()
+                else:
+                    path = init_repo(work / f"w-{engine}-{n}-{runs}")
+                tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
+                flags = ["-S"] if engine.startswith("previous") else []
+                start_at = time.time() + 1.0 + 0.2 * n
+                env = bench_env({"PYTHONPATH": str(tree)})
+                procs = [
+                    subprocess.Popen(
+                        [
+                            PY,
+                            *flags,
+                            "-c",
+                            WRITER,
+                            engine,
+                            str(path),
+                            str(w),
+                            str(per_writer),
+                            str(start_at),
+                            str(tree),
+                        ],
+                        env=env,
+                        cwd=work,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                    for w in range(n)
+                ]
+                spans = []
+                for proc in procs:
+                    out, err = proc.communicate()
+                    if proc.returncode != 0:
+                        raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
+                    spans.append(json.loads(out))
+                wall = max(s[1] for s in spans) - min(s[0] for s in spans)
+                if engine.startswith("sqlite"):
+                    store = SqliteStore(path)
+                    count = store.count()
+                    store.close()
+                else:  # counted by this checkout's reader (it reads the previous engine's ledgers too)
+                    listed = subprocess.run(
+                        [PY, "-m", "gitledger", "list", "--json"],
+                        cwd=path,
+                        env=bench_env({"PYTHONPATH": str(ROOT)}),
+                        capture_output=True,
+                        check=True,
+                    )
+                    count = len(json.loads(listed.stdout))
+                name = f"{engine}@{n}"
+                rates.setdefault(name, []).append(n * per_writer / wall)
+                lost[name] = lost.get(name, 0) + n * per_writer - count
+    return {
+        name: {"steps_per_s": statistics.median(rate), "runs": rate, "lost": lost[name]}
+        for name, rate in sorted(rates.items())
+    }
 
 
 def disk_bytes(path: Path) -> tuple[int, int]:
@@ -233,23 +277,37 @@ def disk_bytes(path: Path) -> tuple[int, int]:
     return total, loose
 
 
-def growth(work: Path, n: int) -> dict[str, Any]:
-    repo = init_repo(work / "growth")
-    env = bench_env({"PYTHONPATH": str(ROOT)})
+GROWER = """
+import sys
+sys.path.insert(0, sys.argv[3])
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+from gitledger.git.repo import GitRepo
+from gitledger.git.store import GitStore
+store = GitStore(GitRepo.discover(sys.argv[1]))
+runner = StepRunner(store)
+for i in range(int(sys.argv[2])):
+    runner.run(StepKey.derive(f"g{i}", "s"), [LedgerCheck()], lambda: ActionResult(ok=True))
+store.close()
+if sys.argv[4] == "flush":
+    store = GitStore(GitRepo.discover(sys.argv[1]))
+    store.flush()
+    store.close()
+"""
+
+
+def growth(work: Path, n: int, tree: Path = ROOT, tag: str = "") -> dict[str, Any]:
+    """Bytes added to ``.git`` by ``n`` fresh steps (durable, the default), as written (after a flush)
+    and after ``git gc``; ``tree``: the checkout whose engine writes them (the baseline too)."""
+    repo = init_repo(work / f"growth{tag}")
+    env = bench_env({"PYTHONPATH": str(tree)})
+    flags = ["-S"] if tree != ROOT else []
     before, loose_before = disk_bytes(repo / ".git")
-    code = (
-        "import sys\nfrom gitledger.core.checks import LedgerCheck\nfrom gitledger.core.keys import StepKey\n"
-        "from gitledger.core.protocol import ActionResult, StepRunner\n"
-        "from gitledger.git.repo import GitRepo\n"
-        "from gitledger.git.store import GitStore\n"
-        "store = GitStore(GitRepo.discover(sys.argv[1]))\nrunner = StepRunner(store)\n"
-        "for i in range(int(sys.argv[2])):\n"
-        "    runner.run(StepKey.derive(f'g{i}', 's'), [LedgerCheck()], lambda: ActionResult(ok=True))\n"
-        "store.close()\n"
-    )
-    subprocess.run([PY, "-c", code, str(repo), str(n)], env=env, cwd=work, check=True)
+    run = [PY, *flags, "-c", GROWER, str(repo)]
+    subprocess.run([*run, str(n), str(tree), "-"], env=env, cwd=work, check=True)
     journaled, _ = disk_bytes(repo / ".git")
-    subprocess.run([PY, "-m", "gitledger", "flush"], cwd=repo, env=env, check=True, capture_output=True)
+    subprocess.run([*run, "0", str(tree), "flush"], env=env, cwd=work, check=True)
     written, loose = disk_bytes(repo / ".git")
     subprocess.run(["git", "gc", "-q"], cwd=repo, env=env, check=True)
     after_gc, _ = disk_bytes(repo / ".git")
@@ -272,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=150)
     parser.add_argument("--writers", default="1,2,4,8")
     parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument("--writer-rounds", type=int, default=1, help="interleaved rounds of the writers")
+    parser.add_argument(
+        "--only", default="", help="comma-separated parts to run: in_process, writers, growth (default all)"
+    )
     parser.add_argument("--growth", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="10 000 entries, 3 rounds, fewer steps")
     parser.add_argument("--json", type=Path, help="write the figures here too")
@@ -288,11 +350,45 @@ def main(argv: list[str] | None = None) -> int:
         "rounds": args.rounds,
         "reps": args.reps,
     }
-    report["in_process"] = inp = in_process(work, sizes, args.rounds, args.reps, baseline)
-    report["writers"] = wr = writers(work, [int(n) for n in args.writers.split(",")], args.per_writer)
-    report["growth"] = gr = growth(work, args.growth)
-    large = args.large
-    print(f"in process, medians in ms ({args.rounds} interleaved rounds x {args.reps} steps)")
+    parts = set(args.only.split(",")) if args.only else {"in_process", "writers", "growth"}
+    if "in_process" in parts:
+        report["in_process"] = in_process(work, sizes, args.rounds, args.reps, baseline)
+    if "writers" in parts:
+        counts = [int(n) for n in args.writers.split(",")]
+        report["writers"] = writers(work, counts, args.per_writer, args.writer_rounds, baseline)
+    if "growth" in parts:
+        report["growth"] = growth(work, args.growth)
+        if baseline is not None:
+            try:
+                report["growth_previous"] = growth(work, args.growth, baseline, "-previous")
+            except subprocess.CalledProcessError:  # an engine without the layers or a flush
+                print("(the previous engine's growth was not measured)", file=sys.stderr)
+    print_report(report, args.large, baseline is not None)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+def print_report(report: dict[str, Any], large: int, with_baseline: bool) -> None:
+    inp, wr = report.get("in_process", {}), report.get("writers", {})
+    if inp:
+        print_in_process(report, inp, large, with_baseline)
+    if wr:
+        print("writers: steps/s, median of the rounds (lost)")
+        for name, row in wr.items():
+            print(f"  {name:<22} {row['steps_per_s']:>8.0f}  ({row['lost']})")
+    for name in ("growth", "growth_previous"):
+        gr = report.get(name)
+        if gr:
+            print(
+                f"{name} over {gr['entries']} entries: {gr['bytes_per_entry_written']:.0f} B/entry written, "
+                f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
+                f"{gr['loose_objects_per_step']:.2f} loose objects per step"
+            )
+
+
+def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int, with_baseline: bool) -> None:
+    print(f"in process, medians in ms ({report['rounds']} interleaved rounds x {report['reps']} steps)")
     print(f"{'engine':<18} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
     for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
         if f"{engine}@100" not in inp:
@@ -312,23 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         f"done {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["done"]
         / inp["gitledger-fsync@100"]["done"],
     }
-    if baseline is not None:
+    if with_baseline:
         ratios["fresh fsync / previous engine"] = r("gitledger-fsync", "previous", "fresh")
         ratios["done / previous engine"] = r("gitledger-fsync", "previous", "done")
     report["ratios"] = ratios
     for name, value in ratios.items():
         print(f"  {name}: {value:.2f}x")
-    print("writers: steps/s (lost)")
-    for name, row in wr.items():
-        print(f"  {name:<22} {row['steps_per_s']:>8.0f}  ({row['lost']})")
-    print(
-        f"growth over {gr['entries']} entries: {gr['bytes_per_entry_written']:.0f} B/entry written, "
-        f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
-        f"{gr['loose_objects_per_step']:.2f} loose objects per step"
-    )
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -259,3 +259,144 @@ def test_waiting_for_a_stopped_lock_holder_ends_with_a_clear_message(repo: Path)
         holder.kill()
         holder.wait()
     assert run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)["status"] == "created"
+
+
+def test_a_writer_holding_one_key_does_not_hold_up_other_keys(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends take the ledger lock shared and their key's stripe lock: a writer stopped in the middle
+    of an append on one key delays that key only (and a fold, which needs the ledger lock alone)."""
+    import signal
+    import subprocess
+    import sys
+    import zlib
+
+    from gitledger.core.errors import GitError
+    from gitledger.git.repo import KEY_STRIPES
+
+    held = StepKey.derive("T-held", "s")
+    other = next(
+        s
+        for s in (StepKey.derive(f"T-{i}", "s") for i in range(100))
+        if zlib.crc32(s.key.encode()) % KEY_STRIPES != zlib.crc32(held.key.encode()) % KEY_STRIPES
+    )
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from gitledger.git.repo import GitRepo\n"
+            "r = GitRepo.discover(sys.argv[1])\n"
+            "with r.lock(shared=True), r.key_lock(sys.argv[2]):\n"
+            "    print('held', flush=True); time.sleep(60)",
+            str(repo),
+            held.key,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.5")
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        holder.send_signal(signal.SIGSTOP)
+        with GitRepo.discover(repo) as r:
+            store = GitStore(r)
+            version = store.append(Intent.of(other), {"state": "attempting", "key": other.key}, None)
+            assert version is not None and store.load(other.key).version == version
+            with pytest.raises(GitError, match=f"by process {holder.pid}"):
+                store.append(Intent.of(held), {"state": "attempting", "key": held.key}, None)
+            with pytest.raises(GitError, match=r"held for 0\.5 s"):
+                store.flush()  # the fold waits for every appender
+            assert store.load(held.key).version is None
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_appends_made_while_a_fold_runs_are_kept_and_their_versions_hold(repo: Path) -> None:
+    """A fold holds only the fold lock while it writes objects and moves the refs; writers append
+    meanwhile (on keys it folds, too). Their events stay in the journal, which the fold replaces by
+    what followed the part it folded, and the versions they were given stay valid."""
+    with GitRepo.discover(repo) as ra, GitRepo.discover(repo) as rb:
+        folder, writer = GitStore(ra, "none"), GitStore(rb, "none")
+        first, second = StepKey.derive("T-fold", "a"), StepKey.derive("T-fold", "b")
+        v1 = folder.append(Intent.of(first), {"state": "attempting", "key": first.key, "id": "1"}, None)
+        during: dict[str, str | None] = {}
+        move_refs = folder.move_refs
+
+        def racing_move_refs(*args: object, **kwargs: object) -> bool:
+            # while the refs move: one more event on the key being folded, one on a new key
+            during["first"] = writer.append(
+                Intent.of(first), {"state": "done", "key": first.key, "id": "2"}, v1
+            )
+            during["second"] = writer.append(
+                Intent.of(second), {"state": "attempting", "key": second.key, "id": "3"}, None
+            )
+            return move_refs(*args, **kwargs)  # type: ignore[arg-type]
+
+        folder.move_refs = racing_move_refs  # type: ignore[method-assign]
+        folder.journal.refresh()
+        assert folder._fold(exclusive=False) == 1
+        assert during["first"] is not None and during["second"] is not None
+        # the fold took the journal as it was before the race; the later lines are still journaled
+        writer.journal.refresh()
+        assert sorted(r.key for r in writer.journal.records) == sorted([first.key, second.key])
+        reader = GitStore(GitRepo.discover(repo))
+        assert reader.load(first.key).version == during["first"]
+        assert [e["id"] for e in reader.load(first.key).events] == ["1", "2"]
+        assert reader.load(second.key).version == during["second"]
+        assert writer.append(
+            Intent.of(first), {"state": "info", "key": first.key, "id": "4"}, during["first"]
+        )
+        assert reader.flush() == 3
+        assert [e["id"] for e in reader.load(first.key).events] == ["1", "2", "4"]
+        assert [e["id"] for e in reader.load(second.key).events] == ["3"]
+        reader.close()
+
+
+def test_notes_written_with_the_key_in_every_event_still_read_the_same(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events are stored without their key (it is the annotated intent's) and get it back on reading;
+    ledgers written before, with the key on every line, read as they did, and both kinds of line mix
+    in one note."""
+    import gitledger.git.store as gitstore
+    from gitledger.core.events import encode_event
+
+    intent = Intent.of(STEP)
+    with GitRepo.discover(repo) as r:
+        with monkeypatch.context() as patch:  # the format before: the whole event on every line
+            patch.setattr(gitstore, "stored_line", lambda key, event: encode_event(event).rstrip(b"\n"))
+            old = GitStore(r)
+            v1 = old.append(intent, {"state": "attempting", "key": STEP.key, "id": "a"}, None)
+            assert old.flush() == 1
+        store = GitStore(GitRepo.discover(repo))
+        first = store.load(STEP.key)
+        assert first.version == v1 and first.events[0]["key"] == STEP.key
+        v2 = store.append(intent, {"state": "done", "key": STEP.key, "id": "b", "outcome": "created"}, v1)
+        assert v2 is not None and store.flush() == 1
+        note = git("notes", "--ref=gitledger", "show", store.intent_oid(intent), cwd=repo).splitlines()
+        assert [json.loads(line).get("key") for line in note] == [STEP.key, None]
+        entry = GitStore(GitRepo.discover(repo)).load(intent)
+        assert entry.version == v2 and entry.folded.state == "done"
+        assert [{k: v for k, v in e.items() if k != "_line"} for e in entry.events] == [
+            {"id": "a", "key": STEP.key, "state": "attempting"},
+            {"id": "b", "key": STEP.key, "outcome": "created", "state": "done"},
+        ]
+        assert [list(e) for e in entry.events] == [
+            ["id", "key", "state", "_line"],
+            ["id", "key", "outcome", "state", "_line"],
+        ]
+
+
+@pytest.mark.parametrize(
+    "task", ["T-1", 'quote " and \\ backslash', "é ü 日本", "tab\there", "\x00\x1f\u2028"]
+)
+def test_the_intent_record_is_the_json_it_always_was(task: str) -> None:
+    """An intent's object id is the key's identity in every clone: the record, now built directly,
+    must stay byte for byte what ``json.dumps`` gave."""
+    from gitledger.git.store import intent_bytes
+
+    intent = Intent(f"{task}.step.abc", task, "step\n", "d" * 64)
+    record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
+    expected = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    assert intent_bytes(intent) == expected

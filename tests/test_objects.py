@@ -96,3 +96,32 @@ def test_read_ref_loose_packed_and_damaged(tmp_path: Path) -> None:
     (common / "refs/notes/x").write_bytes(b"garbage\n")
     with pytest.raises(DamagedRefError, match="not an object id"):
         read_ref(common, "refs/notes/x")
+
+
+def test_inflate_reads_streams_longer_than_their_object_and_deltas_of_every_op() -> None:
+    """The one-call fast path of a pack entry's inflate, and its fallback (a stream longer than the
+    slice it first tries: incompressible data); a delta with copies of every offset and size width."""
+    import os
+    import zlib
+
+    from gitledger.git.objects import _inflate, apply_delta
+
+    for data in (b"", b"abc" * 1000, os.urandom(5000), os.urandom(40_000)):
+        stream = zlib.compress(data, 0) + b"trailing bytes of the next entry"
+        assert _inflate(b"xx" + stream, 2, len(data)) == data
+    # a stream far longer than its object (a flush after every byte): the first slice is too short
+    packer = zlib.compressobj()
+    data = os.urandom(100)
+    stream = b"".join(packer.compress(data[i : i + 1]) + packer.flush(zlib.Z_FULL_FLUSH) for i in range(100))
+    stream += packer.flush()
+    assert len(stream) > len(data) + 64
+    assert _inflate(stream + b"next", 0, len(data)) == data
+    base = bytes(range(256)) * 300  # 76 800 bytes: offsets need three bytes
+    # size 5 copy at offset 70 000 (flags 0x01|0x02|0x04 offset, 0x10 size), an insert, and a copy of
+    # 0x10000 bytes (size 0: no size bytes) from offset 0
+    delta = bytes([0x80 | 0x07 | 0x10, 0x70, 0x11, 0x01, 5, 3]) + b"new" + bytes([0x80])
+    header = bytes([0x80 | (len(base) & 0x7F), (len(base) >> 7) & 0x7F | 0x80, len(base) >> 14])
+    size = 5 + 3 + 0x10000
+    header += bytes([0x80 | (size & 0x7F), (size >> 7) & 0x7F | 0x80, size >> 14])
+    out = apply_delta(base, header + delta)
+    assert out == base[70_000:70_005] + b"new" + base[:0x10000]

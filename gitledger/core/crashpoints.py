@@ -17,6 +17,8 @@ Storage points (the git store's journal and fold; ``STORAGE_POINTS``):
 - ``fold-objects``: a fold wrote its pack (kept), no ref is moved yet
 - ``fold-intents``: a fold moved the intents ref, not the notes ref
 - ``fold-refs``: a fold moved both refs, the journal is not emptied yet
+- ``fold-rotate``: a fold wrote the journal's replacement (what was appended while it ran), not
+  renamed yet
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import os
 import signal
 
 POINTS = ("before-claim", "after-claim", "fork-window", "during-effect", "after-effect", "during-done")
-STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs")
+STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs", "fold-rotate")
 
 
 def point(name: str) -> None:

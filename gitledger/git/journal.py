@@ -2,8 +2,11 @@
 
 A line is ``<crc32 8 hex> <key> <intent JSON>\\t<event JSON>\\n``; the checksum covers everything
 between the first space and the newline. JSON text never holds a raw tab or newline, so the fields
-split unambiguously. The file is ``<common git dir>/gitledger.journal``; it is appended only under the
-ledger lock and replaced by an empty file (rename) once its lines are folded into the notes.
+split unambiguously. The file is ``<common git dir>/gitledger.journal``; it is appended under the
+ledger lock held *shared* (many writers at once, each holding its key's stripe lock), each record by
+one ``write()`` of the whole line to a descriptor opened ``O_APPEND`` (the kernel never interleaves
+two such writes), and replaced by an empty file (rename) under the ledger lock held exclusively once
+its lines are folded into the notes.
 
 Reading is incremental: a reader keeps the file open, parses only what was appended since it last
 looked, and starts over when the file was replaced (another inode) or shortened.
@@ -12,7 +15,11 @@ looked, and starts over when the file was replaced (another inode) or shortened.
   in the middle of an append, before the append returned) is never read as an event. Lock-free readers
   skip it (it may be an append in flight); under the lock :meth:`Journal.repair` moves it to
   ``gitledger.journal.torn`` and cuts it off, and says so.
-- A damaged line *followed by good lines* cannot come from a crash (appends are sequential); it is
+- A torn append followed by another writer's append makes one line ``<fragment><record>``: the
+  record is the suffix of the line that passes its checksum (it starts with 8 hex digits and a
+  space); the fragment, like a torn tail, was never confirmed to anyone and is never read as an event
+  (the fold that empties the journal keeps it in ``gitledger.journal.torn`` and says so).
+- A damaged line *followed by good lines* that holds no intact record cannot come from a crash; it is
   kept and shown to its key (when the key field is readable) as an unreadable line, which makes that
   entry corrupt until ``resolve`` — the same rule as a damaged note line.
 """
@@ -29,6 +36,7 @@ from gitledger.core import crashpoints as faults
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
+_CRC = re.compile(rb"[0-9a-f]{8}")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,23 @@ def encode(key: str, intent: bytes, line: bytes) -> bytes:
     if b"\n" in payload or b"\t" in intent or b" " in key.encode():
         raise ValueError("a journal record cannot hold a newline, a tab in the intent or a space in the key")
     return b"%08x %s\n" % (zlib.crc32(payload), payload)
+
+
+def split_torn(raw: bytes) -> tuple[bytes, Record | None]:
+    """(torn fragment, record) of one line: the whole line as a record, else its first suffix that is
+    one (after the fragments of writers killed in their append), else (the line, None)."""
+    record = decode(raw)
+    if record is not None:
+        return b"", record
+    at = raw.find(b" ", 9)
+    while at != -1:
+        start = at - 8
+        if start > 0 and _CRC.fullmatch(raw, start, at):
+            record = decode(raw[start:])
+            if record is not None:
+                return raw[:start], record
+        at = raw.find(b" ", at + 1)
+    return raw, None
 
 
 def decode(raw: bytes) -> Record | None:
@@ -78,6 +103,7 @@ class Journal:
         self._wfd: int | None = None  # the append descriptor, kept while the file is the same
         self._wino: int | None = None
         self._wpid = os.getpid()
+        self._appended_end = -1  # where the last append of this process ended
         self._reset()
 
     def _reset(self) -> None:
@@ -85,6 +111,8 @@ class Journal:
         self.by_key: dict[str, list[bytes]] = {}
         self.intents: dict[str, bytes] = {}
         self.damaged: list[tuple[str | None, bytes]] = []  # (key if readable, raw line) mid-file
+        self.fragments: list[bytes] = []  # torn appends of killed writers, before another's record
+        self._fragment_ends: list[int] = []  # the offset after the line of each fragment
         self._good_end = 0  # offset just past the last good line
         self._read_end = 0  # offset up to which complete lines were parsed
         self._pending: list[bytes] = []  # complete lines after the last good one that fail the check
@@ -146,10 +174,13 @@ class Journal:
         while start < end:
             nl = data.index(b"\n", start)
             raw = data[start:nl]
-            record = decode(raw)
+            fragment, record = split_torn(raw)
             if record is None:
                 self._pending.append(raw)
             else:
+                if fragment:
+                    self.fragments.append(fragment)
+                    self._fragment_ends.append(offset + nl + 1)
                 for bad in self._pending:  # damage followed by a good line: not a torn append
                     self.damaged.append((self._damaged_key(bad), bad))
                 self._pending.clear()
@@ -225,15 +256,19 @@ class Journal:
         if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
             os.write(fd, record[: len(record) // 2])
             faults.point("journal-torn")
-        view = memoryview(record)
-        while view:
-            view = view[os.write(fd, view) :]
+        # one write of the whole line: appenders run concurrently, so the rest of a short write could
+        # land after another writer's line; a short write is a torn append (never confirmed), and the
+        # next writer's record is still found behind it (split_torn)
+        written = os.write(fd, record)
+        if written != len(record):
+            raise OSError(f"{self.path}: short write ({written} of {len(record)} bytes): disk full?")
+        self._appended_end = os.lseek(fd, 0, os.SEEK_CUR)
         return fd
 
     def appended(self, record: bytes) -> None:
-        """Take in a record this process just appended under the lock (as :meth:`refresh` would read it,
-        without reading it back)."""
-        if self._ino is None or self.tail:
+        """Take in a record this process just appended (as :meth:`refresh` would read it, without
+        reading it back when nobody else appended since this process last looked)."""
+        if self._ino is None or self.tail or self._appended_end != self._good_end + len(record):
             self.refresh()
             return
         decoded = decode(record[:-1])
@@ -267,15 +302,44 @@ class Journal:
         if self.durable:
             os.fdatasync(fd)
 
-    def rotate(self) -> None:
-        """Replace the journal by an empty file (its lines are in the notes now)."""
+    def rotate(self, end: int | None = None) -> str | None:
+        """Replace the journal by a file holding only what follows offset ``end`` (what was appended
+        after a fold read the journal up to ``end``; by default nothing): the lines before it are in
+        the notes now. Only under the ledger lock held exclusively (no append in flight).
+
+        A torn tail, and the torn fragments before ``end``, are kept in ``gitledger.journal.torn``:
+        a notice saying so, or None."""
+        self.refresh()
+        if end is None:
+            end = self._good_end
+        fd = self._fd
+        keep = b""
+        if fd is not None and self._good_end > end:
+            keep = os.pread(fd, self._good_end - end, end)
+        torn = [f for f, at in zip(self.fragments, self._fragment_ends, strict=True) if at <= end]
+        tail = self.tail
+        notice = None
+        if torn or tail:
+            pieces = [*torn, tail.rstrip(b"\n")] if tail else torn
+            with open(self.torn_path, "ab") as fh:
+                fh.write(b"".join(piece + b"\n" for piece in pieces))
+                if self.durable:
+                    os.fsync(fh.fileno())
+            notice = (
+                f"gitledger: the ledger journal held {len(pieces)} torn write(s) (from processes killed "
+                f"while they wrote; never confirmed to anyone); kept in {self.torn_path}"
+            )
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            view = memoryview(keep)
+            while view:
+                view = view[os.write(fd, view) :]
             if self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        faults.point("fold-rotate")
         os.replace(tmp, self.path)
         if self.durable:
             dfd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
@@ -285,6 +349,7 @@ class Journal:
                 os.close(dfd)
         self._close_fd()
         self._reset()
+        return notice
 
     def close(self) -> None:
         self._close_fd()

@@ -101,6 +101,14 @@ class _Pack:
 
 def _inflate(buf: mmap.mmap | bytes, pos: int, size: int) -> bytes:
     """The ``size`` bytes of the zlib stream starting at ``pos``."""
+    if size < 16 * 1024:  # the common case, in one call: what follows the stream in the slice is ignored
+        try:
+            data = zlib.decompress(buf[pos : pos + size + 64])
+        except zlib.error:
+            pass  # the stream is longer than the slice (incompressible data): read on below
+        else:
+            if len(data) == size:
+                return data
     d = zlib.decompressobj()
     out: list[bytes] = []
     got = 0
@@ -124,9 +132,8 @@ def _inflate(buf: mmap.mmap | bytes, pos: int, size: int) -> bytes:
 def apply_delta(base: bytes, delta: bytes) -> bytes:
     """Apply a git delta (as stored in packs) to ``base``."""
     pos = 0
-
-    def varint() -> int:
-        nonlocal pos
+    sizes = []
+    for _ in range(2):  # the base's size, then the result's: little-endian base-128 varints
         value = shift = 0
         while True:
             byte = delta[pos]
@@ -134,9 +141,9 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
             value |= (byte & 0x7F) << shift
             shift += 7
             if not byte & 0x80:
-                return value
-
-    src_size, dst_size = varint(), varint()
+                break
+        sizes.append(value)
+    src_size, dst_size = sizes
     if src_size != len(base):
         raise DamagedObjectFileError("a delta does not fit its base object")
     out = bytearray()
@@ -144,18 +151,31 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
     while pos < end:
         op = delta[pos]
         pos += 1
-        if op & 0x80:
+        if op & 0x80:  # copy from the base: offset (4 bytes) and size (3 bytes), present as flagged
             offset = size = 0
-            for i in range(4):
-                if op & (1 << i):
-                    offset |= delta[pos] << (8 * i)
-                    pos += 1
-            for i in range(3):
-                if op & (0x10 << i):
-                    size |= delta[pos] << (8 * i)
-                    pos += 1
+            if op & 0x01:
+                offset = delta[pos]
+                pos += 1
+            if op & 0x02:
+                offset |= delta[pos] << 8
+                pos += 1
+            if op & 0x04:
+                offset |= delta[pos] << 16
+                pos += 1
+            if op & 0x08:
+                offset |= delta[pos] << 24
+                pos += 1
+            if op & 0x10:
+                size = delta[pos]
+                pos += 1
+            if op & 0x20:
+                size |= delta[pos] << 8
+                pos += 1
+            if op & 0x40:
+                size |= delta[pos] << 16
+                pos += 1
             out += base[offset : offset + (size or 0x10000)]
-        elif op:
+        elif op:  # insert the next op bytes
             out += delta[pos : pos + op]
             pos += op
         else:

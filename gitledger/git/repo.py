@@ -23,6 +23,10 @@ from typing import IO
 from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_message
 
 LOCK_TIMEOUT = 60.0
+LEDGER_LOCK = "gitledger.lock"
+FOLD_LOCK = "gitledger.fold.lock"  # one fold at a time (it runs beside the journal's appenders)
+KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.key_lock)
+KEY_STRIPES = 64
 
 
 def git_env() -> dict[str, str]:
@@ -359,51 +363,122 @@ class GitRepo:
         return proc.stdout.decode().strip() or None
 
     @contextlib.contextmanager
-    def lock(self, name: str = "gitledger.lock", timeout: float | None = None) -> Iterator[None]:
+    def lock(
+        self,
+        name: str = LEDGER_LOCK,
+        timeout: float | None = None,
+        *,
+        shared: bool = False,
+        fold: bool = True,
+    ) -> Iterator[None]:
         """The lock shared by all gitledger writers of this repository (worktrees too).
 
         The ledger's decisions are taken under it (see docs/design.md). It is an ``flock``, so the
         kernel releases it when its holder dies, whatever the signal; a holder that is alive but
         stopped (SIGSTOP, Ctrl-Z) is waited for at most ``timeout`` seconds (``GITLEDGER_LOCK_TIMEOUT``,
         default 60), then this fails naming the process that holds it.
+
+        ``shared``: held by many at once (journal appenders, each also holding the lock of its key's
+        stripe, :meth:`key_lock`); the exclusive holder (a fold, sync) excludes them all. The ledger
+        lock is entered through a gate (``gitledger.lock.gate``, held only while the ledger lock is
+        being taken) so that a stream of shared holders cannot starve an exclusive one: flock itself
+        lets new shared holders in while an exclusive one waits.
+
+        Held exclusively, the ledger lock is taken after the fold lock (:data:`FOLD_LOCK`, one folder
+        at a time), unless ``fold=False`` (a folder that holds it already takes the ledger lock to
+        empty the journal).
         """
         import fcntl
 
-        if timeout is None:
-            try:
-                timeout = float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
-            except ValueError:
-                timeout = LOCK_TIMEOUT
-        path = self.common_dir / name
-        held = self._locks.get(name)
-        if held is None or held[1] != os.getpid():  # (a forked child must not share the parent's)
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
-            held = self._locks[name] = (fd, os.getpid(), threading.Lock())
+        timeout = _lock_timeout(timeout)
+        if name == LEDGER_LOCK and not shared and fold:
+            with self.lock(FOLD_LOCK, timeout), self.lock(name, timeout, fold=False):
+                yield
+            return
+        held = self._lock_fd(name)
         fd, _, in_process = held
         if not in_process.acquire(timeout=timeout):
-            raise GitError(f"the ledger lock {path} has been held for {timeout:g} s by another thread")
+            raise GitError(
+                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by another thread"
+            )
         locked = False
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if not _wait_for_flock(fd, timeout):
-                    holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-                    raise GitError(
-                        f"the ledger lock {path} has been held for {timeout:g} s by process "
-                        f"{holder}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end it, "
-                        "then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
-                    ) from None
+            if name == LEDGER_LOCK:
+                gate = self._lock_fd(LEDGER_LOCK + ".gate")[0]
+                self._flock(gate, name, timeout, shared)
+                try:
+                    self._flock(fd, name, timeout, shared)
+                finally:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+            else:
+                self._flock(fd, name, timeout, shared)
             locked = True
-            os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
+            if not shared:
+                os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
             yield
         finally:
             if locked:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             in_process.release()
+
+    def key_lock(self, key: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """The lock of ``key``'s stripe (one of :data:`KEY_STRIPES`, by a hash of the key), taken while
+        holding the ledger lock shared: decisions on one key are serialised, other keys' go on."""
+        stripe = zlib.crc32(key.encode("utf-8", "surrogateescape")) % KEY_STRIPES
+        return self.lock(f"{KEY_LOCKS}/{stripe:02x}", timeout)
+
+    @contextlib.contextmanager
+    def try_lock(self, name: str) -> Iterator[bool]:
+        """Take the lock ``name`` exclusively if nobody holds it: yields whether it was taken."""
+        import fcntl
+
+        fd, _, in_process = self._lock_fd(name)
+        if not in_process.acquire(blocking=False):
+            yield False
+            return
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            in_process.release()
+
+    def _lock_fd(self, name: str) -> tuple[int, int, threading.Lock]:
+        held = self._locks.get(name)
+        if held is None or held[1] != os.getpid():  # (a forked child must not share the parent's)
+            path = self.common_dir / name
+            try:
+                try:
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                except FileNotFoundError:
+                    path.parent.mkdir(exist_ok=True)
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+            held = self._locks[name] = (fd, os.getpid(), threading.Lock())
+        return held
+
+    def _flock(self, fd: int, name: str, timeout: float, shared: bool) -> None:
+        import fcntl
+
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not _wait_for_flock(fd, timeout, mode):
+                holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
+                raise GitError(
+                    f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
+                    f"{holder or 'unknown'}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
+                    "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                ) from None
 
     def close(self) -> None:
         for fd, pid, _ in self._locks.values():
@@ -458,7 +533,16 @@ class _LockTimeout(Exception):
     pass
 
 
-def _wait_for_flock(fd: int, timeout: float) -> bool:
+def _lock_timeout(timeout: float | None) -> float:
+    if timeout is not None:
+        return timeout
+    try:
+        return float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
+    except ValueError:
+        return LOCK_TIMEOUT
+
+
+def _wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     """Block on the lock for at most ``timeout`` seconds; False when the time ran out.
 
     In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
@@ -468,6 +552,8 @@ def _wait_for_flock(fd: int, timeout: float) -> bool:
     import signal
     import time
 
+    if mode is None:
+        mode = fcntl.LOCK_EX
     if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
 
         def expire(signum: int, frame: object) -> None:
@@ -477,14 +563,14 @@ def _wait_for_flock(fd: int, timeout: float) -> bool:
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, mode)
                 return True
             except _LockTimeout:
                 pass
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             try:  # the alarm may have rung just after flock returned: then this descriptor holds it
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
                 return True
             except BlockingIOError:
                 return False
@@ -496,7 +582,7 @@ def _wait_for_flock(fd: int, timeout: float) -> bool:
         time.sleep(delay)
         delay = min(delay * 2, 0.002)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
             return True
         except BlockingIOError:
             if time.monotonic() > deadline:

@@ -3,7 +3,8 @@
 Layout (see docs/design.md, *Storage*):
 
 - ``refs/notes/gitledger``: a notes commit chain. One note per key, attached to the key's *intent
-  object*; the note body is JSON Lines, one event a line, append-only. Notes are fanned out two levels
+  object*; the note body is JSON Lines, one event a line, append-only; an event's ``key`` field is
+  left out (it is the intent's) and put back on reading. Notes are fanned out two levels
   (``ab/cd/<rest>``). ``git notes --ref=gitledger show <intent>`` and ``git log refs/notes/gitledger``
   work for people (after ``gitledger flush``).
 - ``refs/gitledger/intents``: a commit whose tree holds every intent blob (path: the key's digest,
@@ -12,9 +13,12 @@ Layout (see docs/design.md, *Storage*):
 - ``<common git dir>/gitledger.journal``: events not yet folded into the notes, one checksummed line
   each (:mod:`gitledger.git.journal`), fsync'd before an append returns (``durability: fsync``).
 
-A decision is taken under the ledger lock on the merged view: the key's note plus its journal lines
-(a journal line already in the note is not counted twice, so a fold interrupted after its ref update
-is harmless). The version of an entry is the blob id its note has, or will have once folded.
+A decision is taken on the merged view: the key's note plus its journal lines (a journal line already
+in the note is not counted twice, so a fold interrupted after its ref update is harmless), under the
+ledger lock held *shared* and the lock of the key's stripe (one of 64, by a hash of the key): writers
+of different keys decide and append side by side, each record one ``O_APPEND`` write of a whole line;
+a fold and sync hold the ledger lock exclusively, so they see no append in flight and nobody decides
+while the refs move. The version of an entry is the blob id its note has, or will have once folded.
 
 The **fold** (group commit) writes every journaled event into the notes in one commit: objects go into
 one pack guarded by a ``.keep`` (no gc or prune can take them before the refs point at them), then the
@@ -29,7 +33,6 @@ Objects and refs are read in-process (:mod:`gitledger.git.objects`), never throu
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
-from gitledger.core.events import BadLine, Entry, Event, encode_event, parse_events
+from gitledger.core.events import BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
 from gitledger.git.journal import Journal
@@ -54,8 +57,16 @@ from gitledger.git.objects import (
     uses_files_backend,
     write_pack,
 )
+from gitledger.git.records import (
+    intent_bytes,
+    merge_note,
+    parse_intent,
+    state_of,
+    stored_line,
+    with_key,
+)
 from gitledger.git.refupdate import update_refs_fresh
-from gitledger.git.repo import GitRepo, format_tree, parse_tree
+from gitledger.git.repo import FOLD_LOCK, GitRepo, format_tree, parse_tree
 
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
@@ -70,42 +81,13 @@ def fanout(name: str) -> list[str]:
     return [name[2 * i : 2 * i + 2] for i in range(FANOUT)] + [name[2 * FANOUT :]]
 
 
-def intent_bytes(intent: Intent) -> bytes:
-    record = {"digest": intent.digest, "key": intent.key, "step": intent.step, "task": intent.task, "v": 1}
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
-
-
-def parse_intent(data: bytes) -> Intent | None:
-    """The intent in a record written by :func:`intent_bytes`, or None when it is not one."""
-    try:
-        record = json.loads(data)
-        intent = Intent(record["key"], record["task"], record["step"], record["digest"])
-    except (ValueError, UnicodeDecodeError, TypeError, KeyError):
-        return None
-    if not all(isinstance(x, str) for x in (intent.key, intent.task, intent.step, intent.digest)):
-        return None
-    return intent
-
-
-FOLD_EVENTS = 128  # fold the journal into the notes after this many events ...
+# fold the journal into the notes after this many events (128 fresh steps) ... A fold's fixed cost (a
+# git process, two root trees, two commits, their fsyncs) and the tree versions it leaves in the
+# notes history are per fold; the journal a new process parses is at most this many lines (~3 us each)
+FOLD_EVENTS = 256
 FOLD_BYTES = 256 * 1024  # ... or this many bytes of journal
 _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
-
-
-def merge_note(old: bytes, lines: list[bytes]) -> bytes:
-    """``old`` with the journal ``lines`` it does not hold yet appended (each once, in order)."""
-    if not lines:
-        return old
-    if old and not old.endswith(b"\n"):
-        old += b"\n"
-    have = set(old.split(b"\n"))
-    out = [old]
-    for line in lines:
-        if line not in have:
-            have.add(line)
-            out.append(line + b"\n")
-    return b"".join(out)
 
 
 @dataclass(frozen=True)
@@ -149,6 +131,7 @@ class GitStore:
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
         self._intent_oids: dict[Intent, str] = {}
+        self._intent_records: dict[Intent, bytes] = {}
         self._fanout_levels: dict[str, bytes] = {}  # raw fan-out trees searched without parsing
 
     # -- objects and refs, in-process ----------------------------------------------------------------
@@ -361,6 +344,7 @@ class GitStore:
         if body is None:
             return Entry(key, [], version, bad, location=intent_oid or "")
         events, more = parse_events(body)
+        events = [with_key(event, key) for event in events]
         if not events and not more:  # gitledger never writes an empty note: someone emptied it
             more = [BadLine(0, "", f"the note {note_oid} is empty")]
         return Entry(key, events, version, bad + more, location=intent_oid or "")
@@ -448,34 +432,83 @@ class GitStore:
             print(text, file=sys.stderr)
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
-        line = encode_event(event).rstrip(b"\n")
-        record = encode_record(intent.key, intent_bytes(intent).rstrip(b"\n"), line)
+        line = stored_line(intent.key, event)
+        record = encode_record(intent.key, self._intent_record(intent), line)
         if not self._durable_set:
             self.journal.durable = self._git_wants_fsync()
             self._durable_set = True
-        with self.repo.lock():
-            self._notice(self.journal.repair())
-            notes_tree = self.tip(NOTES_REF).tree
-            intent_oid = self.intent_oid(intent)
-            current = self._version(intent.key, intent_oid, notes_tree)[0]
-            if expected != ANY_VERSION and current != expected:
-                return None
-            if event.get("state") == "done":
-                faults.point("during-done")
-            fd = self.journal.append(record)
-            try:
-                self.journal.appended(record)
-                version = self._version(intent.key, intent_oid, notes_tree)[0]
-                if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
-                    self._fold()
-            except BaseException:
-                self.journal.sync(fd)
-                raise
+        journal = self.journal
+        intent_oid = self.intent_oid(intent)
+        while True:
+            # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
+            # decision on this key and the append are atomic; other keys' writers go on meanwhile
+            with self.repo.lock(shared=True), self.repo.key_lock(intent.key):
+                journal.refresh()
+                if not journal.tail:
+                    notes_tree = self.tip(NOTES_REF).tree
+                    current, body, _, damaged = self._version(intent.key, intent_oid, notes_tree)
+                    if expected != ANY_VERSION and current != expected:
+                        return None
+                    if event.get("state") == "done":
+                        faults.point("during-done")
+                    fd = journal.append(record)
+                    try:
+                        journal.appended(record)
+                        before = (body, damaged)
+                        version = self._next_version(intent.key, intent_oid, notes_tree, before, line)
+                        fold_due = journal.count() >= self.fold_events or journal.size >= self.fold_bytes
+                    except BaseException:
+                        journal.sync(fd)
+                        raise
+                    break
+            # what follows the last good line is an append in flight or a writer killed in its append:
+            # under the exclusive lock nobody is appending, so it is cut off if it is still there
+            with self.repo.lock(fold=False):
+                self._notice(journal.repair())
         # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
         # before this returns, i.e. before anyone acts on it
-        self.journal.sync(fd)
-        assert version is not None
+        journal.sync(fd)
+        if fold_due:
+            self._fold_due()
         return version
+
+    def _next_version(
+        self,
+        key: str,
+        intent_oid: str,
+        notes_tree: str | None,
+        before: tuple[bytes | None, bool],
+        line: bytes,
+    ) -> str:
+        """The version of ``key`` once this process appended ``line`` on top of ``before`` (its merged
+        body then, and whether its note is damaged), without merging again (the stripe lock is held:
+        nobody else appended to this key meanwhile)."""
+        body, damaged = before
+        if not damaged and (body is None or line not in body):
+            merged = (body or b"") + (b"\n" if body and not body.endswith(b"\n") else b"") + line + b"\n"
+            version = hash_object("blob", merged, self.repo.object_format)
+            self._remember(version, merged)
+            return version
+        found = self._version(key, intent_oid, notes_tree)[0]
+        assert found is not None
+        return found
+
+    def _fold_due(self) -> None:
+        """Fold after an append filled the journal, beside the other writers (who go on appending
+        meanwhile); nothing to do when another process is folding or has just folded."""
+        with self.repo.try_lock(FOLD_LOCK) as mine:
+            if mine:
+                self.journal.refresh()
+                if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
+                    self._fold(exclusive=False)
+
+    def _intent_record(self, intent: Intent) -> bytes:
+        raw = self._intent_records.get(intent)
+        if raw is None:
+            if len(self._intent_records) > 10_000:
+                self._intent_records.clear()
+            raw = self._intent_records[intent] = intent_bytes(intent).rstrip(b"\n")
+        return raw
 
     def _git_wants_fsync(self) -> bool:
         """Whether git's own ``core.fsync`` asks for references (or everything) to reach the disk."""
@@ -492,13 +525,21 @@ class GitStore:
     def fold_locked(self) -> int:
         """:meth:`flush` for a caller that holds the ledger lock (sync)."""
         self._notice(self.journal.repair())
-        return self._fold()
+        return self._fold(exclusive=True)
 
-    def _fold(self) -> int:
+    def _fold(self, exclusive: bool) -> int:
+        """Fold the journal as read now (a prefix of it: appends may go on beside a fold that holds
+        only the fold lock) into the notes, then replace the journal by what was appended after that
+        prefix. ``exclusive``: the caller holds the ledger lock exclusively (else the fold lock).
+
+        Appenders deciding while the refs move see the same merged view before and after (the note
+        then holds the journal lines it did not hold, and a line is never counted twice); the journal
+        is replaced under the exclusive lock, after the refs moved."""
         journal = self.journal
-        for keep in stale_keeps(self.repo.objects_dir):  # we hold the lock: their folds are over
+        for keep in stale_keeps(self.repo.objects_dir):  # we hold the fold lock: their folds are over
             unkeep(keep)
         keys = journal.key_names()
+        end = journal.size  # the journal is not read again before the rotation: a consistent prefix
         if not keys:
             return 0
         for _ in range(MAX_TRIES):
@@ -521,13 +562,13 @@ class GitStore:
                 note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
                     "blob", merged
                 )
-                folded += [f"{_state(line)} {key}" for line in journal.lines(key)]
+                folded += [f"{state_of(line)} {key}" for line in journal.lines(key)]
                 at = self.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
                     intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
             if not note_changes:
-                journal.rotate()
+                self._rotate(end, exclusive)
                 return 0
             updates: list[tuple[str, str, str | None]] = []
             if intent_changes:
@@ -547,13 +588,20 @@ class GitStore:
             )
             updates.append((NOTES_REF, self.commit(root, [notes.commit], message), notes.commit))
             if self.move_refs(updates, fault="fold"):
-                journal.rotate()
+                self._rotate(end, exclusive)
                 return len(folded)
             time.sleep(0.001)
         raise ConflictError(
             f"could not fold the ledger journal after {MAX_TRIES} tries: something outside gitledger keeps "
             f"moving {NOTES_REF}; try again"
         )
+
+    def _rotate(self, end: int, exclusive: bool) -> None:
+        if exclusive:
+            self._notice(self.journal.rotate(end))
+        else:
+            with self.repo.lock(fold=False):
+                self._notice(self.journal.rotate(end))
 
     def _set_aside(self, key: str) -> None:
         lines = self.journal.lines(key)
@@ -641,11 +689,3 @@ class GitStore:
         self.journal.close()
         self._reader.close()
         self.repo.close()
-
-
-def _state(line: bytes) -> str:
-    try:
-        state = json.loads(line).get("state")
-    except (ValueError, AttributeError):
-        return "damaged"
-    return state if isinstance(state, str) else "event"

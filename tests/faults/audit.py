@@ -31,8 +31,8 @@ def _git(repo: Path, *args: str, input: bytes | None = None) -> bytes:
     return proc.stdout
 
 
-def read_blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
-    """Contents of many blobs through one ``git cat-file --batch``."""
+def read_blobs(repo: Path, oids: list[str], missing_ok: bool = False) -> dict[str, bytes]:
+    """Contents of many blobs through one ``git cat-file --batch`` (``missing_ok``: left out)."""
     unique = list(dict.fromkeys(oids))
     if not unique:
         return {}
@@ -43,6 +43,9 @@ def read_blobs(repo: Path, oids: list[str]) -> dict[str, bytes]:
         end = out.index(b"\n", pos)
         header = out[pos:end].split()
         if len(header) != 3:
+            if missing_ok:
+                pos = end + 1
+                continue
             raise AssertionError(f"object {oid} is missing: {out[pos:end]!r}")
         size = int(header[2])
         blobs[oid] = out[end + 1 : end + 1 + size]
@@ -132,6 +135,14 @@ def _audit_notes(repo: Path, result: Audit) -> None:
     # final notes: every blob in the notes tree
     tree = _git(repo, "ls-tree", "-r", "-z", NOTES_REF).split(b"\0")
     note_blobs = [entry.split()[2].decode() for entry in tree if entry]
+    # the key of each note is its intent's (the object the note annotates; events omit it)
+    annotated = {
+        entry.split()[2].decode(): entry.partition(b"\t")[2].decode().replace("/", "")
+        for entry in tree
+        if entry
+    }
+    intents = read_blobs(repo, sorted(set(annotated.values())), missing_ok=True)
+    note_keys = {oid: _intent_key(intents.get(target, b"")) for oid, target in annotated.items()}
     # history: for each commit, the notes it changed (old blob -> new blob)
     raw = _git(
         repo, "log", "--raw", "--no-renames", "--root", "--no-abbrev", "--format=commit %H", NOTES_REF
@@ -158,6 +169,8 @@ def _audit_notes(repo: Path, result: Audit) -> None:
             if event is None:
                 result.bad_lines.append(raw_line[:200].decode(errors="replace"))
             else:
+                if note_keys.get(oid) is not None:
+                    event.setdefault("key", note_keys[oid])
                 result.events.append(event)
     appended = 0
     for commit, changed in changes:
@@ -177,6 +190,30 @@ def _audit_notes(repo: Path, result: Audit) -> None:
     result.commits = appended
 
 
+def _intent_key(data: bytes) -> str | None:
+    try:
+        key = json.loads(data).get("key")
+    except (ValueError, AttributeError):
+        return None
+    return key if isinstance(key, str) else None
+
+
+def _intact_record(line: bytes) -> bytes | None:
+    """The record of a journal line: the line when its checksum holds, else the first suffix whose
+    checksum does (a writer killed in its append left a fragment, and the next one appended behind
+    it), else None."""
+    for start in range(len(line) - 9):
+        if start and line[start + 8 : start + 9] != b" ":
+            continue
+        raw = line[start:]
+        try:
+            if zlib.crc32(raw[9:]) == int(raw[:8], 16):
+                return raw
+        except ValueError:
+            pass
+    return None
+
+
 def _audit_journal(repo: Path, result: Audit) -> None:
     common = Path(_git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip())
     try:
@@ -184,14 +221,13 @@ def _audit_journal(repo: Path, result: Audit) -> None:
     except FileNotFoundError:
         return
     in_notes = {json.dumps(e, sort_keys=True) for e in result.events}
-    for raw in data.split(b"\n"):
-        try:
-            intact = len(raw) > 9 and zlib.crc32(raw[9:]) == int(raw[:8], 16)
-        except ValueError:
-            intact = False
-        if not intact:
+    for line in data.split(b"\n"):
+        raw = _intact_record(line)
+        if raw is None:
             continue  # a torn tail (never confirmed to anyone); gitledger cuts it off
         event = parse_line(raw.partition(b"\t")[2])
+        if event is not None:
+            event.setdefault("key", raw[9:].partition(b" ")[0].decode(errors="replace"))
         if event is None:
             result.bad_lines.append(raw[:200].decode(errors="replace"))
         elif json.dumps(event, sort_keys=True) not in in_notes:
