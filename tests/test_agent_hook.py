@@ -20,7 +20,7 @@ from github import Auth, Github
 from testing import fakegithub
 from testing.fakegithub import FakeGitHub
 from testing.repos import ROOT
-from tests.agent_support import REPO, agent_repo, bash, denied, hook
+from tests.agent_support import REPO, agent_repo, bash, denied, hook, hook_process
 
 
 @pytest.fixture
@@ -278,3 +278,25 @@ def test_never_asks(bench: dict[str, Any]) -> None:
     _open_pr(bench)
     for agent in ("claude", "codex"):
         assert '"ask"' not in hook(agent, bash("PreToolUse", PR, bench["dir"], tool_use_id="z"))[1]
+
+
+def test_the_hook_as_its_own_process_writes_and_answers_before_it_exits(bench: dict[str, Any]) -> None:
+    """``python -m gitledger agent-hook`` leaves without the interpreter's teardown (os._exit): its
+    answer must be on the pipe and its ledger records on disk by then."""
+    first = hook_process("claude", bash("PreToolUse", PR, bench["dir"]), cwd=bench["dir"])
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", "")
+    held = hook_process("claude", bash("PreToolUse", PR, bench["dir"], session="s2", tool_use_id="t2"))
+    assert (
+        held.returncode == 0
+        and "being made right now"
+        in json.loads(held.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    )  # the first process's claim was on disk when it exited
+    url = bench["repo"].create_pull(title="Add paging", body="x", head="agent/T1", base="main").html_url
+    post = bash("PostToolUse", PR, bench["dir"])
+    post["tool_response"] = {"stdout": url + "\n", "stderr": "", "interrupted": False, "isImage": False}
+    assert hook_process("claude", post).returncode == 0
+    again = hook_process("claude", bash("PreToolUse", PR, bench["dir"], session="s3", tool_use_id="t3"))
+    reason = json.loads(again.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert again.returncode == 0 and url in reason
+    broken = hook_process("claude", "{not json")
+    assert broken.returncode == 2 and broken.stdout == "" and broken.stderr.count("\n") == 1
