@@ -329,6 +329,7 @@ class Journal:
                 f"gitledger: the ledger journal held {len(pieces)} torn write(s) (from processes killed "
                 f"while they wrote; never confirmed to anyone); kept in {self.torn_path}"
             )
+        self._remove_leftovers()
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -350,6 +351,17 @@ class Journal:
         self._close_fd()
         self._reset()
         return notice
+
+    def _remove_leftovers(self) -> None:
+        """Remove the ``JOURNAL.<pid>.tmp`` files of rotations killed before their rename. Under the
+        exclusive ledger lock no other rotation runs, so every such file is a leftover; its content
+        is still in the journal it was to replace (the rename never happened)."""
+        folder, name = os.path.split(self.path)
+        for entry in os.scandir(folder or "."):
+            rest = entry.name.removeprefix(f"{name}.")
+            if rest != entry.name and rest.endswith(".tmp") and rest[: -len(".tmp")].isdigit():
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
 
     def close(self) -> None:
         self._close_fd()

@@ -76,6 +76,8 @@ def test_a_fold_killed_at_any_point_loses_nothing_and_doubles_nothing(
     listed = run_json("list", cwd=repo)
     assert sorted(e["state"] for e in listed) == ["done"] * 3
     assert not any(p.name.endswith(".keep") for p in (repo / ".git/objects/pack").iterdir())
+    # a rotation killed before its rename leaves JOURNAL.<pid>.tmp; the next fold removes it
+    assert not list((repo / ".git").glob("gitledger.journal.*.tmp"))
 
 
 def test_a_torn_journal_tail_is_reported_and_never_read_as_an_event(tmp_path: Path) -> None:
