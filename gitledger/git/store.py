@@ -156,6 +156,14 @@ class GitStore:
             return None
         return name, found[0], found[1]
 
+    def read_as(self, oid: str, kind: str) -> bytes | None:
+        """The content of object ``oid`` when it is there, readable and of type ``kind``; else None."""
+        try:
+            found = self.read(oid)
+        except GitError:
+            return None
+        return found[2] if found is not None and found[1] == kind else None
+
     def _ref(self, ref: str) -> str | None:
         if not self._files_refs:
             proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
@@ -207,13 +215,10 @@ class GitStore:
             return {}
         cached = self._trees.get(oid)
         if cached is None:
-            try:
-                found = self.read(oid)
-            except GitError:
-                found = None
-            if found is None or found[1] != "tree":
+            data = self.read_as(oid, "tree")
+            if data is None:
                 raise CorruptLedgerError(f"ledger tree {oid} is missing or not a tree; the ledger is damaged")
-            cached = {name: (mode, child) for mode, name, child in parse_tree(found[2], self._oid_len)}
+            cached = {name: (mode, child) for mode, name, child in parse_tree(data, self._oid_len)}
             if len(self._trees) > 50_000:
                 self._trees.clear()
             self._trees[oid] = cached
@@ -227,11 +232,7 @@ class GitStore:
             return cached.get(name)
         raw = self._fanout_levels.get(tree)
         if raw is None:
-            try:
-                found = self.read(tree)
-            except GitError:
-                found = None
-            data = found[2] if found is not None and found[1] == "tree" else b""
+            data = self.read_as(tree, "tree") or b""
             size = 9 + self._oid_len  # "40000 ab\0" + oid
             count = len(data) // size
             regular = (
@@ -306,13 +307,8 @@ class GitStore:
         found = self.find(notes_tree, intent_oid)
         if found is None:
             return None, None, False
-        try:
-            blob = self.read(found[1])
-        except GitError:
-            blob = None
-        if blob is None or blob[1] != "blob":
-            return found[1], None, True
-        return found[1], blob[2], False
+        blob = self.read_as(found[1], "blob")
+        return found[1], blob, blob is None
 
     def _version(
         self, key: str, intent_oid: str | None, notes_tree: str | None
@@ -361,11 +357,7 @@ class GitStore:
         body = self._versions.get(version)
         if body is not None:
             return body
-        try:
-            found = self.read(version)
-        except GitError:
-            return None
-        return found[2] if found and found[1] == "blob" else None
+        return self.read_as(version, "blob")
 
     def load(self, key: str | Intent) -> Entry:
         # the journal first, then the notes: a fold moves the refs before it empties the journal, so
@@ -399,11 +391,8 @@ class GitStore:
         keys: dict[str, str | None] = {}
         damaged: list[tuple[str, str]] = []
         for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
-            try:
-                blob = self.read(intent_oid)
-            except GitError:
-                blob = None
-            intent = parse_intent(blob[2]) if blob is not None and blob[1] == "blob" else None
+            blob = self.read_as(intent_oid, "blob")
+            intent = parse_intent(blob) if blob is not None else None
             if intent is None:
                 damaged.append((path, intent_oid))
             else:
