@@ -16,18 +16,12 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from gitledger.core.programs import find_program
+
 UNKNOWN = object()  # "ask git": this reader cannot be sure of git's answer
 
 _DANGER = ("include", "insteadof")  # configuration that changes which file or URL counts
 _NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-
-
-def _which_git(path: str | None) -> str | None:
-    for folder in (path or os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", "git")
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
 
 
 def _section(line: str) -> tuple[str, str | None] | None:
@@ -63,7 +57,7 @@ def _system_files(env: Mapping[str, str]) -> list[Path]:
     # git's compiled-in sysconfdir: /etc for a git installed under /usr, else PREFIX/etc; both are read
     # when git lives elsewhere, so a file either of them might mean is never missed
     files = [Path("/etc/gitconfig")]
-    git = _which_git(env.get("PATH"))
+    git = find_program("git", env.get("PATH") or os.defpath)
     if git:
         prefix = Path(os.path.realpath(git)).parent.parent
         if prefix != Path("/usr"):

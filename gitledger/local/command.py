@@ -36,6 +36,7 @@ from gitledger.core import crashpoints as faults
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import StepKey
 from gitledger.core.owner import CLAIM_ENV
+from gitledger.core.programs import find_program
 from gitledger.core.protocol import ActionResult
 
 MAX_REF = 65536
@@ -86,14 +87,6 @@ def _child_setup(parent: int, mask: Iterable[int], prctl: Any) -> Callable[[], N
     return setup
 
 
-def _on_path(program: str) -> bool:
-    for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder or ".", program)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return True
-    return False
-
-
 def check_command(argv: Sequence[str], cwd: Path) -> None:
     """Refuse a command that cannot start, before anything is claimed."""
     if not argv:
@@ -102,7 +95,7 @@ def check_command(argv: Sequence[str], cwd: Path) -> None:
     if "/" in program:
         if not (cwd / program).exists():
             raise UsageError(f"command {program!r} not found; check the path")
-    elif not _on_path(program):
+    elif find_program(program) is None:
         raise UsageError(f"command {program!r} not found on PATH; check the spelling or give its full path")
 
 
