@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import resource
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.build import build_git, make_steps  # noqa: E402
-from benchmarks.common import PY, bench_env, init_repo, summarize, use_isolated_git  # noqa: E402
+from benchmarks.common import PY, bench_env, init_repo, summarize, timed_process, use_isolated_git  # noqa: E402
 
 CHILD = """
 import json, random, sys, time
@@ -115,13 +113,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def timed(argv: list[str], env: dict[str, str], cwd: Path, cpu_into: list[float] | None = None) -> float:
         """Wall time of one process; its CPU time (user + sys, less sensitive to load) into cpu_into."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(argv, cwd=cwd, env=env, check=True, capture_output=True)
-        elapsed = time.perf_counter() - start
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc, elapsed, cpu = timed_process(argv, cwd=cwd, env=env)
+        proc.check_returncode()
         if cpu_into is not None:
-            cpu_into.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+            cpu_into.append(cpu)
         return elapsed
 
     for rnd in range(args.rounds):

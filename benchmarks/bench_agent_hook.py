@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from benchmarks.common import timed_process
 from gitledger.cli.agent_hook import run
 from testing.fakegithub import FakeGitHub
 from tests.agent_support import agent_repo, bash
@@ -33,17 +32,11 @@ PY = sys.executable
 
 
 def _time(argv: list[str], stdin: str, cwd: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of one process; CPU is its own and its children's user + system time (from
-    getrusage), which other jobs on shared cores disturb far less than wall time."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd, env=env, check=False)
-    elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0,):
-        raise SystemExit(f"{argv} failed: {proc.stderr}")
-    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return elapsed, cpu
+    """(wall, CPU) seconds of one process (CPU: its own and its children's, from getrusage)."""
+    proc, wall, cpu = timed_process(argv, cwd=cwd, env=env, input=stdin.encode())
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv} failed: {proc.stderr.decode(errors='replace')}")
+    return wall, cpu
 
 
 def main(rounds: int = 30) -> dict[str, object]:

@@ -21,14 +21,11 @@ the figures are those of an installed gitledger, not of a recompile on every sta
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.build import build_git, make_steps
-from benchmarks.common import PY, bench_env, compile_bytecode, init_repo, log, summarize
+from benchmarks.common import PY, bench_env, compile_bytecode, init_repo, log, summarize, timed_process
 
 LAUNCHER = """\
 import sys
@@ -51,16 +48,12 @@ def write_launcher(folder: Path) -> Path:
 
 def _run(argv: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> tuple[float, float]:
     """(wall, CPU) seconds of one process and its children."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, check=False)
-    elapsed = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc, wall, cpu = timed_process(argv, cwd=cwd, env=env)
     if proc.returncode != expect:
         raise RuntimeError(
             f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-500:]}"
         )
-    return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu
 
 
 def prepare(workdir: Path, ledger_size: int) -> tuple[Path, Path, dict[str, str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -15,6 +16,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+
+
+def timed_process(
+    argv: list[str], *, cwd: Path, env: Mapping[str, str], input: bytes | None = None
+) -> tuple[subprocess.CompletedProcess[bytes], float, float]:
+    """Run one process to its end: (the result, wall seconds, CPU seconds). CPU is the user + system
+    time of the process and its children (``getrusage``), which other jobs on shared cores disturb
+    far less than wall time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=dict(env), input=input, capture_output=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def summarize(samples: list[float], scale: float = 1000.0) -> dict[str, float | int]:
