@@ -399,7 +399,7 @@ class StepRunner:
             renewal = None
             if self.renew_claims:
                 renew = functools.partial(self.renew, step, claim["id"], policy.lease)
-                renewal = Renewal(renew, interval_for(policy.lease), f"gitledger-renew-{step.key}"[:60])
+                renewal = Renewal(renew, interval_for(policy.lease))
                 if heartbeat:
                     renewal.start()
             return Claim(

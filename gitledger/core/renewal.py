@@ -55,12 +55,14 @@ class _Heartbeats:
         self._due: list[tuple[float, int, Renewal]] = []
         self._count = 0
         self._pid = 0  # the process whose thread runs
+        self._thread: threading.Thread | None = None
 
     def add(self, renewal: Renewal) -> None:
         with self._cond:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
-                threading.Thread(target=self._run, name="gitledger-renew", daemon=True).start()
+                self._thread = threading.Thread(target=self._run, name="gitledger-renew", daemon=True)
+                self._thread.start()
             self._schedule(renewal)
 
     def _schedule(self, renewal: Renewal) -> None:
@@ -95,7 +97,7 @@ class _Heartbeats:
         with self._cond:
             renewal.stopped = True
             self._cond.notify_all()
-            if threading.current_thread().name != "gitledger-renew":
+            if threading.current_thread() is not self._thread:
                 while renewal.beating:
                     self._cond.wait()
 
@@ -114,12 +116,9 @@ class Renewal:
     for, so Ctrl-C and SIGTERM always reach the main thread.
     """
 
-    def __init__(
-        self, renew: Callable[[], str | None], interval: float, name: str = "gitledger-renew"
-    ) -> None:
+    def __init__(self, renew: Callable[[], str | None], interval: float) -> None:
         self._renew = renew
         self.interval = interval
-        self.name = name
         self.warnings: list[str] = []
         self.lost = False
         self.beats = 0
