@@ -1,5 +1,5 @@
-"""Steps: from a request to what the protocol needs (key, checks, policy), the fast skip's read-only
-answer, and running a guarded command once per intent.
+"""Steps: from a request to what the protocol needs (key, checks, policy), and running a guarded
+command once per intent.
 
 Shared by the ``run-step`` command and the typer-free fast path (:mod:`gitledger.cli.fastpath`), so both
 decide the same way.
@@ -48,15 +48,6 @@ def plan_step(session: Session, request: StepRequest) -> StepPlan:
     )
 
 
-def peek_done(session: Session, request: StepRequest) -> StepResult | None:
-    """The ``skipped`` result when the step is done; None in any other state. Reads, never writes."""
-    from gitledger.core.protocol import skip_result
-    from gitledger.core.store import Intent
-
-    plan = plan_step(session, request)
-    return skip_result(plan.key, session.store.load(Intent.of(plan.key)).folded)
-
-
 def run_step(
     session: Session,
     request: StepRequest,
@@ -103,4 +94,4 @@ def run_step(
     return runner.finish(started, outcome)
 
 
-__all__ = ["StepPlan", "StepRequest", "peek_done", "plan_step", "run_step"]
+__all__ = ["StepPlan", "StepRequest", "plan_step", "run_step"]
