@@ -200,3 +200,30 @@ def test_one_heartbeat_thread_serves_every_claim_of_a_process() -> None:
         os._exit(0 if child["n"] >= 2 and beats == after else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_short_steps_do_not_wake_the_heartbeat_thread() -> None:
+    """A claim that ends before its first beat is due costs its process no thread switch: the thread
+    is woken only for a beat due before it wakes anyway, and stopped claims do not pile up."""
+    from gitledger.core.renewal import _HEARTBEATS, Renewal
+
+    first = Renewal(lambda: None, 300.0)
+    first.start()  # the thread now waits for this beat, 300 s away
+    time.sleep(0.05)
+    before = _HEARTBEATS.wakeups
+    for _ in range(1000):  # a loop of short steps, each claim with a 900-s lease
+        r = Renewal(lambda: None, 300.0)
+        r.start()
+        assert r.stop() == []
+    assert _HEARTBEATS.wakeups - before <= 2
+    assert len(_HEARTBEATS._due) <= 130  # the stopped ones were dropped from the queue
+
+    beats = {"n": 0}
+    soon = Renewal(lambda: beats.__setitem__("n", beats["n"] + 1), 0.05)
+    soon.start()  # due long before the thread would wake: it is woken for it
+    deadline = time.monotonic() + 5
+    while beats["n"] < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    soon.stop()
+    first.stop()
+    assert beats["n"] >= 2

@@ -14,6 +14,7 @@ process runs the beats of all its claims (:class:`_Heartbeats`).
 from __future__ import annotations
 
 import heapq
+import math
 import os
 import signal
 import threading
@@ -54,6 +55,9 @@ class _Heartbeats:
         self._cond = threading.Condition()
         self._due: list[tuple[float, int, Renewal]] = []
         self._count = 0
+        self._stopped = 0  # stopped renewals possibly still in _due
+        self._wake_at = math.inf  # when the thread wakes next on its own (inf: only when notified)
+        self.wakeups = 0  # times the thread woke up (it should not for every claim)
         self._pid = 0  # the process whose thread runs
         self._thread: threading.Thread | None = None
 
@@ -66,9 +70,14 @@ class _Heartbeats:
             self._schedule(renewal)
 
     def _schedule(self, renewal: Renewal) -> None:
+        """Queue the next beat; the thread is woken only when that beat is due before it wakes anyway
+        (each wake-up is a thread switch: one per claim cost as much CPU as the step itself with more
+        busy processes than cores)."""
         self._count += 1
-        heapq.heappush(self._due, (time.monotonic() + renewal.interval, self._count, renewal))
-        self._cond.notify_all()
+        due = time.monotonic() + renewal.interval
+        heapq.heappush(self._due, (due, self._count, renewal))
+        if due < self._wake_at:
+            self._cond.notify_all()
 
     def _run(self) -> None:
         if hasattr(signal, "pthread_sigmask"):
@@ -78,13 +87,19 @@ class _Heartbeats:
                 while True:
                     if self._due and self._due[0][2].stopped:
                         heapq.heappop(self._due)
+                        self._stopped = max(0, self._stopped - 1)
                         continue
-                    wait = self._due[0][0] - time.monotonic() if self._due else None
-                    if wait is not None and wait <= 0:
+                    now = time.monotonic()
+                    if self._due and self._due[0][0] <= now:
                         renewal = heapq.heappop(self._due)[2]
                         renewal.beating = True
+                        self._wake_at = -math.inf  # beating: it looks at the queue again after the beat
                         break
-                    self._cond.wait(wait)
+                    # a claim stopped meanwhile stays queued until it is due; so the thread does not
+                    # wake at every stop (see _schedule), it wakes at most at that claim's deadline
+                    self._wake_at = self._due[0][0] if self._due else math.inf
+                    self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
+                    self.wakeups += 1
             again = renewal.beat()
             with self._cond:
                 renewal.beating = False
@@ -93,10 +108,19 @@ class _Heartbeats:
                 self._cond.notify_all()
 
     def wait_idle(self, renewal: Renewal) -> None:
-        """Stop ``renewal`` and wait for a beat of it in flight (not when called from that beat)."""
+        """Stop ``renewal`` and wait for a beat of it in flight (not when called from that beat).
+
+        Its queued beat is not removed: the thread drops it when it comes up (no wake-up, see
+        :meth:`_schedule`); when stopped beats make up most of the queue (a process running many short
+        steps under long leases), the queue is rebuilt without them."""
         with self._cond:
-            renewal.stopped = True
-            self._cond.notify_all()
+            if not renewal.stopped:
+                renewal.stopped = True
+                self._stopped += renewal.started
+            if self._stopped > 64 and self._stopped * 2 > len(self._due):
+                self._due = [item for item in self._due if not item[2].stopped]
+                heapq.heapify(self._due)
+                self._stopped = 0
             if threading.current_thread() is not self._thread:
                 while renewal.beating:
                     self._cond.wait()

@@ -414,7 +414,7 @@ class GitRepo:
                 self._flock(fd, name, timeout, shared)
             locked = True
             if not shared:
-                os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
+                _stamp(fd)
             yield
         finally:
             if locked:
@@ -443,7 +443,7 @@ class GitRepo:
                 yield False
                 return
             try:
-                os.pwrite(fd, f"{os.getpid():<12}\n".encode(), 0)
+                _stamp(fd)
                 yield True
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -531,6 +531,15 @@ def format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
 
 class _LockTimeout(Exception):
     pass
+
+
+def _stamp(fd: int) -> None:
+    """Write this process's id into a lock file it holds (a waiter that times out names it), unless it
+    is there already: a write dirties the file, a read does not (most holders take the same lock
+    again and again)."""
+    stamp = f"{os.getpid():<12}\n".encode()
+    if os.pread(fd, len(stamp) + 1, 0) != stamp:
+        os.pwrite(fd, stamp, 0)
 
 
 def _lock_timeout(timeout: float | None) -> float:
