@@ -31,6 +31,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.errors import UsageError
@@ -274,7 +275,7 @@ class StepKey(DerivedNames):
         digest = compute_digest(task, step, content or Content.empty())
         return cls(task, step, digest, names or Names())
 
-    @property
+    @cached_property  # read several times per step; the slugs cost a Unicode normalisation each
     def key(self) -> str:
         return f"{slug(self.task, 'task')}.{slug(self.step, 'step')}.{self.digest[:KEY_DIGEST_LEN]}"
 

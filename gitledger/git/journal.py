@@ -24,13 +24,11 @@ looked, and starts over when the file was replaced (another inode) or shortened.
   entry corrupt until ``resolve`` — the same rule as a damaged note line.
 """
 
-from __future__ import annotations
-
 import contextlib
 import os
 import re
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
 
@@ -39,8 +37,7 @@ _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _CRC = re.compile(rb"[0-9a-f]{8}")
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):  # a NamedTuple: every other writer's line becomes one (a dataclass is slower)
     key: str
     intent: bytes  # the intent record (JSON, no newline)
     line: bytes  # the event line (JSON, no newline)
@@ -53,10 +50,11 @@ def encode(key: str, intent: bytes, line: bytes) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(payload), payload)
 
 
-def split_torn(raw: bytes) -> tuple[bytes, Record | None]:
-    """(torn fragment, record) of one line: the whole line as a record, else its first suffix that is
-    one (after the fragments of writers killed in their append), else (the line, None)."""
-    record = decode(raw)
+def split_torn(raw: bytes, whole: bool = True) -> tuple[bytes, Record | None]:
+    """(torn fragment, record) of one line: the whole line as a record (``whole``: not known to fail
+    already), else its first suffix that is one (after the fragments of writers killed in their
+    append), else (the line, None)."""
+    record = decode(raw) if whole else None
     if record is not None:
         return b"", record
     at = raw.find(b" ", 9)
@@ -72,7 +70,7 @@ def split_torn(raw: bytes) -> tuple[bytes, Record | None]:
 
 def decode(raw: bytes) -> Record | None:
     """The record of one line (without its newline), or None when it is damaged."""
-    if len(raw) < 10 or raw[8:9] != b" ":
+    if len(raw) < 10 or raw[8] != 0x20:
         return None
     payload = raw[9:]
     try:
@@ -170,26 +168,31 @@ class Journal:
         end = data.rfind(b"\n") + 1
         self._partial = data[end:]
         offset = self._read_end
-        start = 0
-        while start < end:
-            nl = data.index(b"\n", start)
-            raw = data[start:nl]
-            fragment, record = split_torn(raw)
+        records, by_key, intents, pending = self.records, self.by_key, self.intents, self._pending
+        for raw in data[:end].split(b"\n")[:-1]:  # every other writer's line passes here: kept tight
+            offset += len(raw) + 1
+            record = decode(raw)
             if record is None:
-                self._pending.append(raw)
-            else:
+                fragment, record = split_torn(raw, whole=False)
+                if record is None:
+                    pending.append(raw)
+                    continue
                 if fragment:
                     self.fragments.append(fragment)
-                    self._fragment_ends.append(offset + nl + 1)
-                for bad in self._pending:  # damage followed by a good line: not a torn append
-                    self.damaged.append((self._damaged_key(bad), bad))
-                self._pending.clear()
-                self.records.append(record)
-                self.by_key.setdefault(record.key, []).append(record.line)
-                self.intents.setdefault(record.key, record.intent)
-                self._good_end = offset + nl + 1
-            start = nl + 1
-        self._read_end = offset + end
+                    self._fragment_ends.append(offset)
+            if pending:  # damage followed by a good line: not a torn append
+                self.damaged.extend((self._damaged_key(bad), bad) for bad in pending)
+                pending.clear()
+            records.append(record)
+            key = record.key
+            lines = by_key.get(key)
+            if lines is None:
+                by_key[key] = [record.line]
+                intents.setdefault(key, record.intent)
+            else:
+                lines.append(record.line)
+            self._good_end = offset
+        self._read_end = offset
 
     @staticmethod
     def _damaged_key(raw: bytes) -> str | None:

@@ -224,44 +224,70 @@ class GitStore:
             self._trees[oid] = cached
         return cached
 
+    def _fanout_level(self, tree: str) -> bytes | None:
+        """The raw bytes of a tree that is a fan-out level written by gitledger (only two-character
+        subtrees: fixed-size records in name order), else None (cached)."""
+        raw = self._fanout_levels.get(tree)
+        if raw is not None:
+            return raw
+        if tree in self._trees:
+            return None
+        data = self.read_as(tree, "tree") or b""
+        size = 9 + self._oid_len  # "40000 ab\0" + oid
+        count = len(data) // size
+        regular = (
+            count > 0
+            and len(data) == count * size
+            and data[::size] == b"4" * count
+            and data[5::size] == b" " * count
+            and data[8::size] == b"\0" * count
+        )
+        if not regular:
+            return None
+        if len(self._fanout_levels) > 4096:
+            self._fanout_levels.clear()
+        self._fanout_levels[tree] = data
+        return data
+
     def _child(self, tree: str, name: str) -> tuple[str, str] | None:
-        """(mode, oid) of ``name`` in a tree. A fan-out level written by gitledger (only two-hex-digit
-        subtrees: fixed-size records) is searched in its raw bytes instead of being parsed whole."""
+        """(mode, oid) of ``name`` in a tree. A fan-out level is searched in its raw bytes instead of
+        being parsed whole."""
         cached = self._trees.get(tree)
         if cached is not None:
             return cached.get(name)
-        raw = self._fanout_levels.get(tree)
+        raw = self._fanout_level(tree)
         if raw is None:
-            data = self.read_as(tree, "tree") or b""
-            size = 9 + self._oid_len  # "40000 ab\0" + oid
-            count = len(data) // size
-            regular = (
-                count > 0
-                and len(data) == count * size
-                and data[::size] == b"4" * count
-                and data[5::size] == b" " * count
-                and data[8::size] == b"\0" * count
-            )
-            if not regular:
-                return self.tree(tree).get(name)
-            raw = data
-            if len(self._fanout_levels) > 4096:
-                self._fanout_levels.clear()
-            self._fanout_levels[tree] = raw
+            return self.tree(tree).get(name)
         if len(name) != 2:
             return None
+        sub = self._level_child(raw, name)
+        return None if sub is None else (TREE, sub)
+
+    def _level_child(self, raw: bytes, name: str) -> str | None:
+        """The oid of the two-character subtree ``name`` of a fan-out level's raw bytes, or None."""
         size = 9 + self._oid_len
         needle = b"40000 " + name.encode("utf-8", "surrogateescape") + b"\0"
         at = raw.find(needle)
         while at != -1 and at % size:
             at = raw.find(needle, at + 1)
-        return None if at == -1 else (TREE, raw[at + 9 : at + size].hex())
+        return None if at == -1 else raw[at + 9 : at + size].hex()
 
     def find(self, tree: str | None, name: str) -> tuple[list[str], str] | None:
         """Locate ``name`` in a fanned-out tree: (path components, blob oid), whatever the fanout."""
         path: list[str] = []
         rest = name
         while tree is not None:
+            raw = self._fanout_levels.get(tree)
+            if raw is None and tree not in self._trees:
+                raw = self._fanout_level(tree)
+            if raw is not None:  # a fan-out level holds only two-character subtrees
+                if len(rest) <= 2:
+                    return None
+                head = rest[:2]
+                tree = self._level_child(raw, head)
+                path.append(head)
+                rest = rest[2:]
+                continue
             hit = self._child(tree, rest)
             if hit is not None:
                 return [*path, rest], hit[1]
@@ -304,7 +330,10 @@ class GitStore:
 
     def _note(self, intent_oid: str, notes_tree: str | None) -> tuple[str | None, bytes | None, bool]:
         """(note blob oid, its content, damaged) of one key in the notes."""
-        found = self.find(notes_tree, intent_oid)
+        return self._note_at(self.find(notes_tree, intent_oid))
+
+    def _note_at(self, found: tuple[list[str], str] | None) -> tuple[str | None, bytes | None, bool]:
+        """:meth:`_note` of what :meth:`find` found."""
         if found is None:
             return None, None, False
         blob = self.read_as(found[1], "blob")
@@ -544,7 +573,7 @@ class GitStore:
                     continue
                 intent_oid = self.intent_oid(intent)
                 found = self.find(notes.tree, intent_oid)
-                _, old, damaged = self._note(intent_oid, notes.tree)
+                _, old, damaged = self._note_at(found)
                 merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
                 if not damaged and old is not None and merged == old:
                     continue  # already folded (a fold that died before it emptied the journal)
@@ -651,13 +680,27 @@ class GitStore:
 
     def _put_many(self, tree: str | None, changes: dict[tuple[str, ...], str]) -> str:
         """Write the trees of ``tree`` with each path of ``changes`` set to its blob; the new root."""
-        entries = dict(self.tree(tree))
         groups: dict[str, dict[tuple[str, ...], str]] = {}
+        blobs: dict[str, str] = {}
         for path, blob in changes.items():
             if len(path) == 1:
-                entries[path[0]] = (BLOB, blob)
+                blobs[path[0]] = blob
             else:
                 groups.setdefault(path[0], {})[path[1:]] = blob
+        level = b"" if tree is None else self._fanout_level(tree)
+        if level is not None and not blobs and all(len(head.encode()) == 2 for head in groups):
+            # a fan-out level: its new records are spliced into its raw bytes (a fold rewrites a
+            # hundred 256-entry levels; parsing and formatting each was most of a fold's time)
+            children = {}
+            for head, sub in groups.items():
+                hit = self._child(tree, head) if tree is not None else None
+                children[head] = self._put_many(hit[1] if hit else None, sub)
+            raw = self._splice_level(level, children)
+            oid = self.write_object("tree", raw)
+            self._fanout_levels[oid] = raw
+            return oid
+        entries = dict(self.tree(tree))
+        entries.update((name, (BLOB, blob)) for name, blob in blobs.items())
         for head, sub in groups.items():
             current = entries.get(head)
             entries[head] = (
@@ -665,6 +708,27 @@ class GitStore:
                 self._put_many(current[1] if current and current[0] == TREE else None, sub),
             )
         return self.write_tree(entries)
+
+    def _splice_level(self, raw: bytes, children: dict[str, str]) -> bytes:
+        """A fan-out level's raw bytes with each two-character subtree of ``children`` set to its oid."""
+        size = 9 + self._oid_len
+        pieces = []
+        pos = 0  # records before pos are copied already
+        for name in sorted(children):
+            needle = name.encode()
+            lo, hi = pos // size, len(raw) // size
+            while lo < hi:  # the first record whose name is not below this one
+                mid = (lo + hi) // 2
+                if raw[mid * size + 6 : mid * size + 8] < needle:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            at = lo * size
+            pieces.append(raw[pos:at])
+            pieces.append(b"40000 " + needle + b"\0" + bytes.fromhex(children[name]))
+            pos = at + size if raw[at + 6 : at + 8] == needle else at
+        pieces.append(raw[pos:])
+        return b"".join(pieces)
 
     def commit(self, tree: str, parents: list[str | None], message: str) -> str:
         name = os.environ.get("GIT_COMMITTER_NAME", "gitledger")
