@@ -125,3 +125,40 @@ def test_inflate_reads_streams_longer_than_their_object_and_deltas_of_every_op()
     header += bytes([0x80 | (size & 0x7F), (size >> 7) & 0x7F | 0x80, size >> 14])
     out = apply_delta(base, header + delta)
     assert out == base[70_000:70_005] + b"new" + base[:0x10000]
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_a_large_pack_finds_every_object_and_no_other(tmp_path: Path, object_format: str) -> None:
+    """A large pack's index is searched around where an id should be (ids are uniform) and bisected
+    when it is not there: every object is found at the offset git's index gives, ids that are not in
+    the pack (also ones that sort between two of its ids, and at the ends of a bucket) are not."""
+    import random
+
+    from gitledger.git.objects import _Pack
+
+    repo = tmp_path / "r"
+    git("init", "-q", f"--object-format={object_format}", str(repo), cwd=tmp_path)
+    blobs = [(hash_object("blob", b"%d" % i, object_format), "blob", b"%d" % i) for i in range(40_000)]
+    write_pack(repo / ".git" / "objects", blobs, object_format, durable=False)
+    (idx,) = (repo / ".git/objects/pack").glob("*.idx")
+    listing = subprocess.run(
+        ["git", "show-index", f"--object-format={object_format}"],
+        stdin=idx.open("rb"), capture_output=True, check=True, text=True,
+    ).stdout.split()  # fmt: skip
+    offsets = {bytes.fromhex(listing[i + 1]): int(listing[i]) for i in range(0, len(listing), 3)}
+    pack = _Pack(str(idx), 32 if object_format == "sha256" else 20)
+    try:
+        assert pack.count == len(offsets) == 40_000
+        for oid, offset in offsets.items():
+            assert pack.find(oid) == offset
+        rng = random.Random(3)
+        ids = sorted(offsets)
+        strays = [rng.randbytes(len(ids[0])) for _ in range(3000)]
+        strays += [oid[:-1] + bytes([oid[-1] ^ 1]) for oid in rng.sample(ids, 3000)]  # neighbours
+        strays += [bytes([b]) + b"\0" * (len(ids[0]) - 1) for b in range(256)]  # each bucket's start
+        strays += [bytes([b]) + b"\xff" * (len(ids[0]) - 1) for b in range(256)]  # ... and its end
+        for oid in strays:
+            if oid not in offsets:
+                assert pack.find(oid) is None
+    finally:
+        pack.close()

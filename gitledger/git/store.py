@@ -218,11 +218,15 @@ class GitStore:
             data = self.read_as(oid, "tree")
             if data is None:
                 raise CorruptLedgerError(f"ledger tree {oid} is missing or not a tree; the ledger is damaged")
-            cached = {name: (mode, child) for mode, name, child in parse_tree(data, self._oid_len)}
-            if len(self._trees) > 50_000:
-                self._trees.clear()
-            self._trees[oid] = cached
+            cached = self._parse_tree(oid, data)
         return cached
+
+    def _parse_tree(self, oid: str, data: bytes) -> dict[str, tuple[str, str]]:
+        parsed = {name: (mode, child) for mode, name, child in parse_tree(data, self._oid_len)}
+        if len(self._trees) > 50_000:
+            self._trees.clear()
+        self._trees[oid] = parsed
+        return parsed
 
     def _fanout_level(self, tree: str) -> bytes | None:
         """The raw bytes of a tree that is a fan-out level written by gitledger (only two-character
@@ -232,7 +236,9 @@ class GitStore:
             return raw
         if tree in self._trees:
             return None
-        data = self.read_as(tree, "tree") or b""
+        data = self.read_as(tree, "tree")
+        if data is None:  # missing or damaged: tree() says so
+            return None
         size = 9 + self._oid_len  # "40000 ab\0" + oid
         count = len(data) // size
         regular = (
@@ -242,7 +248,8 @@ class GitStore:
             and data[5::size] == b" " * count
             and data[8::size] == b"\0" * count
         )
-        if not regular:
+        if not regular:  # parsed now, while its bytes are at hand (a leaf of notes, a flat tree)
+            self._parse_tree(tree, data)
             return None
         if len(self._fanout_levels) > 4096:
             self._fanout_levels.clear()
