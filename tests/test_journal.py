@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from gitledger.git.journal import DAMAGED_PREFIX, Journal, decode, encode
 
@@ -146,63 +145,3 @@ def test_an_append_after_other_writers_appends_is_taken_in_at_its_place(tmp_path
     fresh = Journal(path)
     fresh.refresh()
     assert a.records == fresh.records and a.size == fresh.size == os.path.getsize(path)
-
-
-def test_a_sync_covers_every_append_before_it_group_commit(tmp_path: Path) -> None:
-    """fdatasync makes the whole file durable: a writer whose record a later sync covered does not
-    sync again; one whose record came after the last sync does; a replaced journal starts over."""
-    path = str(tmp_path / "journal")
-    a, b = Journal(path), Journal(path)
-    fd_a = a.append(rec("k1", 1))
-    fd_b = b.append(rec("k2", 2))
-    b.sync(fd_b)  # b syncs the file as long as it is now: a's record too
-    a.sync(fd_a)
-    assert (a.syncs, b.syncs) == (0, 1)
-    fd_a = a.append(rec("k1", 3))  # after b's sync: a syncs itself
-    a.sync(fd_a)
-    assert a.syncs == 1
-    b.refresh()
-    b.rotate()  # a new file (another inode): nothing of it is synced yet
-    a.refresh()
-    fd_a = a.append(rec("k1", 4))
-    a.sync(fd_a)
-    assert a.syncs == 2
-    unsynced = Journal(path, durable=False)
-    unsynced.sync(unsynced.append(rec("k3", 5)))
-    assert unsynced.syncs == 0
-
-
-def test_a_stopped_sync_lock_holder_does_not_hold_up_the_writers(tmp_path: Path, monkeypatch: Any) -> None:
-    """The sync lock only saves work: a writer that cannot take it in time syncs alone."""
-    import fcntl
-    import time
-
-    from gitledger.git import journal as journal_module
-
-    monkeypatch.setattr(journal_module, "SYNC_WAIT", 0.2)
-    path = str(tmp_path / "journal")
-    probe = os.open(path + ".sync", os.O_RDWR | os.O_CREAT, 0o644)
-    pid = os.fork()
-    if pid == 0:  # another process holds the lock and never lets go (a stopped writer)
-        fcntl.flock(os.open(path + ".sync", os.O_RDWR), fcntl.LOCK_EX)
-        time.sleep(30)
-        os._exit(0)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:  # until the child holds it
-            try:
-                fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(probe, fcntl.LOCK_UN)
-                time.sleep(0.01)
-            except BlockingIOError:
-                break
-        else:
-            raise AssertionError("the child never took the sync lock")
-        j = Journal(path)
-        started = time.monotonic()
-        j.sync(j.append(rec("k1", 1)))
-        assert j.syncs == 1 and time.monotonic() - started < 5
-    finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(probe)

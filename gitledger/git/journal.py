@@ -25,17 +25,14 @@ looked, and starts over when the file was replaced (another inode) or shortened.
 """
 
 import contextlib
-import fcntl
 import os
 import re
 import zlib
 from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
-from gitledger.git.repo import wait_for_flock
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
-SYNC_WAIT = 2.0  # seconds a writer waits for the sync lock before it syncs alone
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _CRC = re.compile(rb"[0-9a-f]{8}")
 
@@ -92,15 +89,6 @@ def decode(raw: bytes) -> Record | None:
         return None
 
 
-def _take(lock: int) -> bool:
-    """Take the sync lock, waiting at most :data:`SYNC_WAIT`."""
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return wait_for_flock(lock, SYNC_WAIT)
-    return True
-
-
 class Journal:
     """One journal file, read incrementally."""
 
@@ -114,9 +102,6 @@ class Journal:
         self._wino: int | None = None
         self._wpid = os.getpid()
         self._appended_end = -1  # where the last append of this process ended
-        self._sync_fd: int | None = None
-        self._sync_pid = 0
-        self.syncs = 0  # fdatasync calls this journal made for appends (others' covered the rest)
         self._reset()
 
     def _reset(self) -> None:
@@ -317,47 +302,8 @@ class Journal:
         self._wfd = self._wino = None
 
     def sync(self, fd: int) -> None:
-        """Make this process's last append (on ``fd``) durable, by a group commit.
-
-        ``fdatasync`` makes every byte of the file durable, whoever appended it. So a writer syncs
-        under the sync lock (``gitledger.journal.sync``), and first reads there how far the file was
-        synced: when a writer before it synced past its record, it is done. Otherwise it records how
-        long the file is, syncs, and writes that length there. Writers queued behind one sync find
-        their records in it: one ``fdatasync`` for many appends, where each writer made its own.
-        The lock only saves work: a writer that waits for it too long (a stopped holder) syncs alone.
-
-        The record names the file's inode: a replaced journal starts over. An inode number used again
-        by a later journal can only be seen after the rotation that replaced this writer's journal,
-        and a rotation makes everything it kept durable first (the rest is in the notes).
-        """
-        if not self.durable:
-            return
-        end, ino = self._appended_end, self._wino
-        lock = self._sync_lock()
-        if lock is None or not _take(lock):
+        if self.durable:
             os.fdatasync(fd)
-            self.syncs += 1
-            return
-        try:
-            synced = os.pread(lock, 64, 0).split()
-            if len(synced) == 2 and synced[0] == b"%d" % (ino or 0) and int(synced[1]) >= end:
-                return  # a sync that started after this append covered it
-            size = os.fstat(fd).st_size
-            os.fdatasync(fd)
-            self.syncs += 1
-            os.pwrite(lock, (b"%d %d" % (ino or 0, size)).ljust(63) + b"\n", 0)
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def _sync_lock(self) -> int | None:
-        """The descriptor of the sync lock (opened once per process), None when it cannot be made."""
-        if self._sync_fd is None or self._sync_pid != os.getpid():
-            try:
-                self._sync_fd = os.open(self.path + ".sync", os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError:
-                return None
-            self._sync_pid = os.getpid()
-        return self._sync_fd
 
     def rotate(self, end: int | None = None) -> str | None:
         """Replace the journal by a file holding only what follows offset ``end`` (what was appended
@@ -423,7 +369,3 @@ class Journal:
     def close(self) -> None:
         self._close_fd()
         self._close_wfd()
-        if self._sync_fd is not None and self._sync_pid == os.getpid():
-            with contextlib.suppress(OSError):
-                os.close(self._sync_fd)
-        self._sync_fd = None

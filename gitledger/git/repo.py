@@ -472,7 +472,7 @@ class GitRepo:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            if not wait_for_flock(fd, timeout, mode):
+            if not _wait_for_flock(fd, timeout, mode):
                 holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
                 raise GitError(
                     f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
@@ -551,7 +551,7 @@ def _lock_timeout(timeout: float | None) -> float:
         return LOCK_TIMEOUT
 
 
-def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
+def _wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     """Block on the lock for at most ``timeout`` seconds; False when the time ran out.
 
     In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
