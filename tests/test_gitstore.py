@@ -461,3 +461,33 @@ def test_concurrent_durable_writers_lose_nothing(repo: Path) -> None:
     entries = run_json("list", "--json", cwd=repo)
     assert len(entries) == 6 * 40
     assert all(e["state"] == "done" for e in entries)
+
+
+@pytest.mark.parametrize("auto", ["on", "off"])
+def test_folds_ask_git_to_consolidate_their_packs(repo: Path, auto: str) -> None:
+    """Every fold leaves a pack; past 50 the store asks 'git gc --auto', which packs them into one
+    (in the background) unless the user turned automatic gc off. Nothing is lost either way."""
+    import time
+
+    if auto == "off":
+        git("config", "gc.auto", "0", cwd=repo)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r, "none", fold_events=2)
+        intents = [Intent.of(StepKey.derive(f"T-{i}", "push")) for i in range(60)]
+        for intent in intents:  # a fold per step: 60 packs
+            version = store.append(intent, {"state": "attempting", "key": intent.key}, None)
+            assert store.append(intent, {"state": "done", "key": intent.key}, version) is not None
+        assert store._gc is not None  # asked once, past 50 packs
+        assert store._gc.wait(timeout=60) == 0
+        deadline = time.monotonic() + 60
+        while auto == "on" and len(list(pack_dir.glob("*.pack"))) > 12 and time.monotonic() < deadline:
+            time.sleep(0.1)  # gc.autoDetach: the packing goes on in the background
+        while (repo / ".git" / "gc.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        packs = len(list(pack_dir.glob("*.pack")))
+        # packed into one at the 51st fold; the folds after it left one pack each
+        assert packs <= 12 if auto == "on" else packs == 60
+        reader = GitStore(r, "none")
+        assert all(reader.load(intent).folded.state == "done" for intent in intents)
+    git("fsck", "--no-dangling", cwd=repo)

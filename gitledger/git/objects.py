@@ -252,6 +252,10 @@ class ObjectReader:
         for path in [p for p in self._packs if p not in seen]:
             self._packs.pop(path).close()
 
+    def pack_count(self) -> int:
+        """The packs this reader knows of (as of its last look at the pack folders)."""
+        return len(self._packs)
+
     def read(self, oid: str) -> tuple[str, bytes] | None:
         """(type, content) of ``oid``, or None when the repository does not have it.
 

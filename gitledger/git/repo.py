@@ -278,6 +278,23 @@ class GitRepo:
             raise GitError(f"git {' '.join(args[:2])} failed: {git_message(proc.stderr)}")
         return proc
 
+    def start(self, *args: str) -> subprocess.Popen[bytes] | None:
+        """Start git on this repository without waiting for it (no input, output discarded, in a
+        session of its own: Ctrl-C in the terminal is not for it); None when git cannot be started."""
+        argv = ["git", f"--git-dir={self.git_dir}", *args]
+        try:
+            return subprocess.Popen(
+                argv,
+                cwd=self.worktree or self.git_dir,
+                env=git_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            return None
+
     def out(self, *args: str, check: bool = True) -> str:
         return self.run(*args, check=check).stdout.decode().strip()
 
