@@ -104,14 +104,14 @@ def test_tree_merge_rewrites_a_foreign_fanout_in_the_standard_layout(repo: Path)
         a = git_repo.write_object("blob", b'{"id":"a"}\n')
         b = git_repo.write_object("blob", b'{"id":"b"}\n')
         name = "ab" * 20
-        flat = store.write_tree({name: ("100644", a)})  # fanout 0, as 'git notes' writes small trees
-        fanned = store._put_many(None, {("ab", "ab", name[4:]): b})
+        flat = store.trees.write_tree({name: ("100644", a)})  # fanout 0, as 'git notes' writes small trees
+        fanned = store.trees.put_many(None, {("ab", "ab", name[4:]): b})
         merger = TreeMerger(store, lambda left, right: git_repo.write_object("blob", b"merged\n"))
         merged = merger.merge(flat, fanned)
         assert merger.blobs_merged == 1
-        found = store.find(merged, name)
+        found = store.trees.find(merged, name)
         assert found is not None and found[0] == ["ab", "ab", name[4:]]
-        assert list(store.walk(merged)) == [(name, git_repo.write_object("blob", b"merged\n"))]
+        assert list(store.trees.walk(merged)) == [(name, git_repo.write_object("blob", b"merged\n"))]
 
 
 def test_two_clones_sync_both_ways_to_the_union_and_a_second_sync_changes_nothing(tmp_path: Path) -> None:

@@ -67,15 +67,14 @@ from gitledger.git.records import (
     with_key,
 )
 from gitledger.git.refupdate import update_refs_fresh
-from gitledger.git.repo import FOLD_LOCK, GitRepo, format_tree, parse_tree
+from gitledger.git.repo import FOLD_LOCK, GitRepo
+from gitledger.git.trees import Trees
 
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
 LEDGER_REFS = (NOTES_REF, INTENTS_REF)
 FANOUT = 2
 MAX_TRIES = 100
-TREE = "40000"
-BLOB = "100644"
 
 
 def fanout(name: str) -> list[str]:
@@ -125,8 +124,8 @@ class GitStore:
         self.fold_bytes = fold_bytes
         self._oid_len = 32 if repo.object_format == "sha256" else 20
         self._hex_len = self._oid_len * 2
-        self._trees: dict[str, dict[str, tuple[str, str]]] = {}
         self._reader = ObjectReader(repo.objects_dir, repo.object_format)
+        self.trees = Trees(self.read_as, self.write_object, self._oid_len)
         self._files_refs = uses_files_backend(repo.common_dir)
         self._git_fsync: str | None = None
         self.journal = Journal(str(repo.common_dir / "gitledger.journal"), durable=durability == "fsync")
@@ -136,7 +135,6 @@ class GitStore:
         self.notices: list[str] = []
         self._intent_oids: dict[Intent, str] = {}
         self._intent_records: dict[Intent, bytes] = {}
-        self._fanout_levels: dict[str, bytes] = {}  # raw fan-out trees searched without parsing
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
         self._gc: subprocess.Popen[bytes] | None = None
 
@@ -215,113 +213,6 @@ class GitStore:
             )
         return Tip(oid, data[5 : data.index(b"\n")].decode())
 
-    def tree(self, oid: str | None) -> dict[str, tuple[str, str]]:
-        """{name: (mode, oid)} of a tree; trees are immutable, so they are cached."""
-        if oid is None:
-            return {}
-        cached = self._trees.get(oid)
-        if cached is None:
-            data = self.read_as(oid, "tree")
-            if data is None:
-                raise CorruptLedgerError(f"ledger tree {oid} is missing or not a tree; the ledger is damaged")
-            cached = self._parse_tree(oid, data)
-        return cached
-
-    def _parse_tree(self, oid: str, data: bytes) -> dict[str, tuple[str, str]]:
-        parsed = {name: (mode, child) for mode, name, child in parse_tree(data, self._oid_len)}
-        if len(self._trees) > 50_000:
-            self._trees.clear()
-        self._trees[oid] = parsed
-        return parsed
-
-    def _fanout_level(self, tree: str) -> bytes | None:
-        """The raw bytes of a tree that is a fan-out level written by gitledger (only two-character
-        subtrees: fixed-size records in name order), else None (cached)."""
-        raw = self._fanout_levels.get(tree)
-        if raw is not None:
-            return raw
-        if tree in self._trees:
-            return None
-        data = self.read_as(tree, "tree")
-        if data is None:  # missing or damaged: tree() says so
-            return None
-        size = 9 + self._oid_len  # "40000 ab\0" + oid
-        count = len(data) // size
-        regular = (
-            count > 0
-            and len(data) == count * size
-            and data[::size] == b"4" * count
-            and data[5::size] == b" " * count
-            and data[8::size] == b"\0" * count
-        )
-        if not regular:  # parsed now, while its bytes are at hand (a leaf of notes, a flat tree)
-            self._parse_tree(tree, data)
-            return None
-        if len(self._fanout_levels) > 4096:
-            self._fanout_levels.clear()
-        self._fanout_levels[tree] = data
-        return data
-
-    def _child(self, tree: str, name: str) -> tuple[str, str] | None:
-        """(mode, oid) of ``name`` in a tree. A fan-out level is searched in its raw bytes instead of
-        being parsed whole."""
-        cached = self._trees.get(tree)
-        if cached is not None:
-            return cached.get(name)
-        raw = self._fanout_level(tree)
-        if raw is None:
-            return self.tree(tree).get(name)
-        if len(name) != 2:
-            return None
-        sub = self._level_child(raw, name)
-        return None if sub is None else (TREE, sub)
-
-    def _level_child(self, raw: bytes, name: str) -> str | None:
-        """The oid of the two-character subtree ``name`` of a fan-out level's raw bytes, or None."""
-        size = 9 + self._oid_len
-        needle = b"40000 " + name.encode("utf-8", "surrogateescape") + b"\0"
-        at = raw.find(needle)
-        while at != -1 and at % size:
-            at = raw.find(needle, at + 1)
-        return None if at == -1 else raw[at + 9 : at + size].hex()
-
-    def find(self, tree: str | None, name: str) -> tuple[list[str], str] | None:
-        """Locate ``name`` in a fanned-out tree: (path components, blob oid), whatever the fanout."""
-        path: list[str] = []
-        rest = name
-        while tree is not None:
-            raw = self._fanout_levels.get(tree)
-            if raw is None and tree not in self._trees:
-                raw = self._fanout_level(tree)
-            if raw is not None:  # a fan-out level holds only two-character subtrees
-                if len(rest) <= 2:
-                    return None
-                head = rest[:2]
-                tree = self._level_child(raw, head)
-                path.append(head)
-                rest = rest[2:]
-                continue
-            hit = self._child(tree, rest)
-            if hit is not None:
-                return [*path, rest], hit[1]
-            if len(rest) <= 2:
-                return None
-            sub = self._child(tree, rest[:2])
-            if sub is None or sub[0] != TREE:
-                return None
-            path.append(rest[:2])
-            rest = rest[2:]
-            tree = sub[1]
-        return None
-
-    def walk(self, tree: str | None, prefix: str = "") -> Iterator[tuple[str, str]]:
-        """Every (full name, blob oid) below a fanned-out tree."""
-        for name, (mode, oid) in sorted(self.tree(tree).items()):
-            if mode == TREE:
-                yield from self.walk(oid, prefix + name)
-            else:
-                yield prefix + name, oid
-
     def intent_oid(self, intent: Intent) -> str:
         oid = self._intent_oids.get(intent)
         if oid is None:
@@ -336,14 +227,14 @@ class GitStore:
         raw = self.journal.intents.get(key)
         if raw is not None:
             return hash_object("blob", raw + b"\n", self.repo.object_format)
-        found = self.find(self.tip(INTENTS_REF).tree, key_digest(key))
+        found = self.trees.find(self.tip(INTENTS_REF).tree, key_digest(key))
         return found[1] if found else None
 
     # -- the merged view -----------------------------------------------------------------------------
 
     def _note(self, intent_oid: str, notes_tree: str | None) -> tuple[str | None, bytes | None, bool]:
         """(note blob oid, its content, damaged) of one key in the notes."""
-        return self._note_at(self.find(notes_tree, intent_oid))
+        return self._note_at(self.trees.find(notes_tree, intent_oid))
 
     def _note_at(self, found: tuple[list[str], str] | None) -> tuple[str | None, bytes | None, bool]:
         """:meth:`_note` of what :meth:`find` found."""
@@ -418,7 +309,7 @@ class GitStore:
         return self._tree_intent(self.tip(INTENTS_REF).tree, key)
 
     def _tree_intent(self, tree: str | None, key: str) -> Intent | None:
-        found = self.find(tree, key_digest(key))
+        found = self.trees.find(tree, key_digest(key))
         try:
             blob = self.read(found[1]) if found else None
         except GitError:
@@ -432,7 +323,7 @@ class GitStore:
         notes_tree = self.tip(NOTES_REF).tree
         keys: dict[str, str | None] = {}
         damaged: list[tuple[str, str]] = []
-        for path, intent_oid in self.walk(self.tip(INTENTS_REF).tree):
+        for path, intent_oid in self.trees.walk(self.tip(INTENTS_REF).tree):
             blob = self.read_as(intent_oid, "blob")
             intent = parse_intent(blob) if blob is not None else None
             if intent is None:
@@ -585,7 +476,7 @@ class GitStore:
                     self._set_aside(key)
                     continue
                 intent_oid = self.intent_oid(intent)
-                found = self.find(notes.tree, intent_oid)
+                found = self.trees.find(notes.tree, intent_oid)
                 _, old, damaged = self._note_at(found)
                 merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
                 if not damaged and old is not None and merged == old:
@@ -594,7 +485,7 @@ class GitStore:
                     "blob", merged
                 )
                 folded += [f"{state_of(line)} {key}" for line in journal.lines(key)]
-                at = self.find(intents.tree, key_digest(key))
+                at = self.trees.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
                     intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
@@ -603,7 +494,7 @@ class GitStore:
                 return 0
             updates: list[tuple[str, str, str | None]] = []
             if intent_changes:
-                root = self._put_many(intents.tree, intent_changes)
+                root = self.trees.put_many(intents.tree, intent_changes)
                 names = sorted(k for k in keys if k in journal.intents)
                 message = (
                     f"gitledger: intent {names[0]}"
@@ -611,7 +502,7 @@ class GitStore:
                     else (f"gitledger: intents of {len(intent_changes)} keys")
                 )
                 updates.append((INTENTS_REF, self.commit(root, [intents.commit], message), intents.commit))
-            root = self._put_many(notes.tree, note_changes)
+            root = self.trees.put_many(notes.tree, note_changes)
             message = (
                 f"gitledger: {folded[0]}"
                 if len(folded) == 1
@@ -699,64 +590,6 @@ class GitStore:
         oid = hash_object(kind, data, self.repo.object_format)
         self._pending[oid] = (kind, data)
         return oid
-
-    def write_tree(self, entries: dict[str, tuple[str, str]]) -> str:
-        """Write a tree from {name: (mode, oid)} (and cache it); return its oid."""
-        oid = self.write_object("tree", format_tree(entries))
-        self._trees[oid] = dict(entries)
-        return oid
-
-    def _put_many(self, tree: str | None, changes: dict[tuple[str, ...], str]) -> str:
-        """Write the trees of ``tree`` with each path of ``changes`` set to its blob; the new root."""
-        groups: dict[str, dict[tuple[str, ...], str]] = {}
-        blobs: dict[str, str] = {}
-        for path, blob in changes.items():
-            if len(path) == 1:
-                blobs[path[0]] = blob
-            else:
-                groups.setdefault(path[0], {})[path[1:]] = blob
-        level = b"" if tree is None else self._fanout_level(tree)
-        if level is not None and not blobs and all(len(head.encode()) == 2 for head in groups):
-            # a fan-out level: its new records are spliced into its raw bytes (a fold rewrites a
-            # hundred 256-entry levels; parsing and formatting each was most of a fold's time)
-            children = {}
-            for head, sub in groups.items():
-                hit = self._child(tree, head) if tree is not None else None
-                children[head] = self._put_many(hit[1] if hit else None, sub)
-            raw = self._splice_level(level, children)
-            oid = self.write_object("tree", raw)
-            self._fanout_levels[oid] = raw
-            return oid
-        entries = dict(self.tree(tree))
-        entries.update((name, (BLOB, blob)) for name, blob in blobs.items())
-        for head, sub in groups.items():
-            current = entries.get(head)
-            entries[head] = (
-                TREE,
-                self._put_many(current[1] if current and current[0] == TREE else None, sub),
-            )
-        return self.write_tree(entries)
-
-    def _splice_level(self, raw: bytes, children: dict[str, str]) -> bytes:
-        """A fan-out level's raw bytes with each two-character subtree of ``children`` set to its oid."""
-        size = 9 + self._oid_len
-        pieces = []
-        pos = 0  # records before pos are copied already
-        for name in sorted(children):
-            needle = name.encode()
-            lo, hi = pos // size, len(raw) // size
-            while lo < hi:  # the first record whose name is not below this one
-                mid = (lo + hi) // 2
-                if raw[mid * size + 6 : mid * size + 8] < needle:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            at = lo * size
-            pieces.append(raw[pos:at])
-            pieces.append(b"40000 " + needle + b"\0" + bytes.fromhex(children[name]))
-            pos = at + size if raw[at + 6 : at + 8] == needle else at
-        pieces.append(raw[pos:])
-        return b"".join(pieces)
 
     def commit(self, tree: str, parents: list[str | None], message: str) -> str:
         name = os.environ.get("GIT_COMMITTER_NAME", "gitledger")

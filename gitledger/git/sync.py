@@ -31,7 +31,8 @@ from gitledger.core.events import Entry, Event, encode_event
 from gitledger.core.protocol import Verdict
 from gitledger.core.store import Intent
 from gitledger.git.repo import GitRepo
-from gitledger.git.store import BLOB, FANOUT, INTENTS_REF, LEDGER_REFS, NOTES_REF, TREE, GitStore, Tip
+from gitledger.git.store import FANOUT, INTENTS_REF, LEDGER_REFS, NOTES_REF, GitStore, Tip
+from gitledger.git.trees import BLOB, TREE
 
 __all__ = [
     "DEFAULT_REMOTE",
@@ -154,7 +155,7 @@ class TreeMerger:
             return left
         if left is None:
             return right
-        ours, theirs = self.store.tree(left), self.store.tree(right)
+        ours, theirs = self.store.trees.tree(left), self.store.trees.tree(right)
         if not (self._regular(ours, depth) and self._regular(theirs, depth)):
             return self._flat_merge(left, right, depth, prefix)
         out = dict(ours)
@@ -181,7 +182,7 @@ class TreeMerger:
             return left
         if out == theirs:
             return right
-        return self.store.write_tree(out)
+        return self.store.trees.write_tree(out)
 
     def _blob(self, left: str, right: str) -> str:
         self.blobs_merged += 1
@@ -189,7 +190,7 @@ class TreeMerger:
 
     def _collect(self, tree: str, prefix: str) -> dict[str, str]:
         found: dict[str, str] = {}
-        for name, oid in self.store.walk(tree, prefix):
+        for name, oid in self.store.trees.walk(tree, prefix):
             rest = name[len(prefix) :]
             found[rest] = oid if rest not in found or found[rest] == oid else self._blob(found[rest], oid)
         return found
@@ -211,7 +212,7 @@ class TreeMerger:
                 entries[name] = (BLOB, oid)
         for head, sub in groups.items():
             entries[head] = (TREE, self._build(sub, depth + 1))
-        return self.store.write_tree(entries)
+        return self.store.trees.write_tree(entries)
 
 
 @dataclass
@@ -446,7 +447,7 @@ class LedgerSync:
         """The event lines of one key in a notes commit (empty when it has none)."""
         if notes_commit is None:
             return set()
-        found = self.store.find(self.store.tip(notes_commit).tree, intent_oid)
+        found = self.store.trees.find(self.store.tip(notes_commit).tree, intent_oid)
         blob = self.store.read(found[1]) if found else None
         return _lines(blob[2]) if blob else set()
 
