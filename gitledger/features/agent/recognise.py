@@ -110,10 +110,89 @@ _GIT_PUSH_VALUE_OPTIONS = frozenset(
 )
 
 
+_HEREDOC = "<<gitledger-heredoc-"  # the word a lifted here-document leaves in its command
+# "$(cat <<'EOF' … EOF)" as a --body value, the way coding agents write multi-line bodies
+_SUBSTITUTED_HEREDOC = (
+    r"^\$\(\s*cat\s+<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_]+)\2[ \t]*\n(.*?)\n[ \t]*\3[ \t]*\n\s*\)$"
+)
+
+
+def lift_heredocs(command: str) -> tuple[str, list[str]]:
+    """The command line without the bodies of its here-documents, and the bodies.
+
+    A body is input, not commands: each ``<<WORD`` (``<<-WORD``, ``<<'WORD'``) outside quotes and
+    ``$(...)`` becomes the word ``<<gitledger-heredoc-N`` and its lines (up to the line ``WORD``) are
+    taken out; ``bodies[N]`` is the text the command reads (quoted or not: nothing is expanded here).
+    """
+    if "<<" not in command:
+        return command, []
+    out: list[str] = []
+    bodies: list[str] = []
+    pending: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) of the current line
+    quote = ""
+    depth = 0  # $( ... ) outside single quotes
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\" and i + 1 < n:
+            out.append(command[i : i + 2])
+            i += 2
+            continue
+        elif quote == '"':
+            if c == '"':
+                quote = ""
+            elif command.startswith("$(", i):
+                depth += 1
+            elif c == ")" and depth:
+                depth -= 1
+        elif c in "'\"":
+            quote = c
+        elif command.startswith("$(", i):
+            depth += 1
+        elif c == ")" and depth:
+            depth -= 1
+        elif command.startswith("<<<", i):  # a here-string: one word, read by _stdin
+            out.append("<<<")
+            i += 3
+            continue
+        elif c == "<" and not depth and command.startswith("<<", i):
+            found = re.match(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))", command[i:])
+            if found:
+                delimiter = next(g for g in found.groups()[1:] if g is not None)
+                out.append(f"{_HEREDOC}{len(bodies) + len(pending)}")
+                pending.append((delimiter, found.group(1) == "-"))
+                i += found.end()
+                continue
+        elif c == "\n" and pending:
+            out.append(c)
+            i += 1
+            for delimiter, tabs in pending:
+                lines: list[str] = []
+                while i < n:
+                    end = command.find("\n", i)
+                    line = command[i:] if end == -1 else command[i:end]
+                    i = n if end == -1 else end + 1
+                    if tabs:
+                        line = line.lstrip("\t")
+                    if line == delimiter:
+                        break
+                    lines.append(line)
+                bodies.append("".join(line + "\n" for line in lines))
+            pending = []
+            continue
+        out.append(c)
+        i += 1
+    bodies.extend("" for _ in pending)  # a here-document without its lines (the shell reads nothing)
+    return "".join(out), bodies
+
+
 def split_commands(command: str) -> Iterator[list[str]]:
     """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-    lexer.whitespace = " \t\r"  # newlines separate commands
+    # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
+    lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = ""
     words: list[str] = []
@@ -178,7 +257,7 @@ def _options(
     return values, positional, flags
 
 
-def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | None:
+def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | None) -> Effect | None:
     args = words[1:]
     # global flags before the subcommand are rare; -R may also come first
     if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
@@ -194,7 +273,7 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | N
             head=head,
             base=values.get("base") or None,
             title=values.get("title"),
-            body=_body(values, cwd),
+            body=_body(values, cwd, stdin),
             cwd=cwd,
         )
     if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "comment":
@@ -208,9 +287,9 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | N
         )
         if target is None and args[0] == "pr" and not positional:
             problems = ("the PR of the current branch (pass the PR number)",)
-        body = _body(values, cwd)
+        body = _body(values, cwd, stdin)
         if body is None:
-            problems += ("the comment body (pass --body or --body-file)",)
+            problems += ("the comment body (pass --body, --body-file FILE or a here-document; not a pipe)",)
         return Effect(
             COMMENT,
             f"gh {args[0]} comment",
@@ -229,7 +308,7 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | N
             "gh issue create",
             repo=repo,
             title=values.get("title"),
-            body=_body(values, cwd),
+            body=_body(values, cwd, stdin),
             cwd=cwd,
             problems=problems,
         )
@@ -390,14 +469,23 @@ def _target(word: str) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _body(values: Mapping[str, str], cwd: str | None) -> str | None:
+def _body(values: Mapping[str, str], cwd: str | None, stdin: str | None) -> str | None:
+    """The body a ``gh`` command posts: ``--body`` (a ``"$(cat <<'EOF' … EOF)"`` there is the text
+    it gives), ``--body-file -`` (its here-document or here-string; None when it reads a pipe) or
+    ``--body-file PATH``."""
     if "body" in values:
-        return values["body"]
+        found = re.match(_SUBSTITUTED_HEREDOC, values["body"], re.DOTALL)
+        if found is None:
+            return values["body"]
+        lines = found.group(4).split("\n")
+        if found.group(1):
+            lines = [line.lstrip("\t") for line in lines]
+        return "\n".join(lines).rstrip("\n")  # $( ) drops the trailing newlines
     path = values.get("body_file")
     if not path:
         return None
     if path == "-":
-        return None  # stdin: unknowable here
+        return stdin
     import os
 
     full = path if os.path.isabs(path) or cwd is None else os.path.join(cwd, path)
@@ -550,6 +638,7 @@ def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] 
     """The side effects of a shell command line (see the module documentation)."""
     if not any(word in command for word in ("gh", "git", *(r.command[0] for r in rules if r.command))):
         return []  # the common case, decided without a tokenizer
+    command, bodies = lift_heredocs(command)
     try:
         commands = list(split_commands(command))
     except ValueError:
@@ -577,13 +666,34 @@ def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] 
                 matched = True
         if matched:
             continue
+        words, stdin = _stdin(words, bodies)
         if words[0] == "gh":
-            effect = _gh(words, env, here)
+            effect = _gh(words, env, here, stdin)
             if effect is not None:
                 effects.append(effect)
         elif words[0] == "git" and len(words) >= 2 and words[1] == "push":
             effects.extend(_git_push(words, here))
     return effects
+
+
+def _stdin(words: list[str], bodies: list[str]) -> tuple[list[str], str | None]:
+    """A command's words without its here-document or here-string, and the text it reads from it."""
+    kept: list[str] = []
+    stdin = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith(_HEREDOC) and word[len(_HEREDOC) :].isdigit():
+            stdin = bodies[int(word[len(_HEREDOC) :])]
+        elif word == "<<<" and i + 1 < len(words):
+            stdin = words[i + 1] + "\n"
+            i += 1
+        elif word.startswith("<<<"):
+            stdin = word[3:] + "\n"
+        else:
+            kept.append(word)
+        i += 1
+    return kept, stdin
 
 
 def _complete(effect: Effect) -> Effect:
@@ -597,4 +707,4 @@ def _complete(effect: Effect) -> Effect:
     return effect._replace(problems=tuple(f"the {f}" for f in missing))
 
 
-__all__ = ["SHELL_TOOLS", "recognise", "recognise_command", "split_commands"]
+__all__ = ["SHELL_TOOLS", "lift_heredocs", "recognise", "recognise_command", "split_commands"]
