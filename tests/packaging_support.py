@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,11 +62,30 @@ class Dists:
     wheel: Path  # built from the sdist, not from the checkout
 
 
+def tracked_tree() -> Path:
+    """The tracked files of this checkout, as they are on disk, copied to a folder of their own.
+
+    Other tests run Python from the checkout meanwhile: the ``.pyc`` files they write (under a
+    temporary name, then renamed) could vanish under a build walking the live tree ("No such file").
+    """
+    listing = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    tree = Path(tempfile.mkdtemp(prefix="gitledger-tree-")) / "gitledger"
+    for raw in filter(None, listing.split(b"\0")):
+        source = ROOT / os.fsdecode(raw)
+        if source.is_file():  # not a file deleted in the working tree
+            target = tree / os.fsdecode(raw)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return tree
+
+
 @functools.cache
 def dists() -> Dists:
-    """``python -m build`` of this checkout: the sdist, then the wheel built from that sdist."""
+    """``python -m build`` of this checkout's tracked files: the sdist, then the wheel built from that
+    sdist."""
     out = Path(tempfile.mkdtemp(prefix="gitledger-dists-"))
-    ok(run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], timeout=BUILD_TIMEOUT))
+    source = tracked_tree()
+    ok(run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=BUILD_TIMEOUT))
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
     return Dists(sdist, wheel)

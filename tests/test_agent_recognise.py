@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gitledger.core.effects import COMMENT, PR, PUSH
-from gitledger.features.agent.recognise import lift_heredocs, recognise_command
+from gitledger.features.agent.recognise import recognise_command
+from gitledger.features.agent.shell import lift_heredocs
 
 
 def test_one_command_per_line_even_without_blanks() -> None:

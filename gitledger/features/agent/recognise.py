@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
+from gitledger.features.agent.shell import lift_heredocs, split_commands, stdin_of, substituted_heredoc
 
 if TYPE_CHECKING:
     from gitledger.config import AgentRule
@@ -38,7 +39,6 @@ SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command",
 # patterns as text: re compiles (and caches) one on first use, so a hook call pays only for those
 # it uses
 _MCP_GITHUB = r"^mcp__(?:github|plugin_[A-Za-z0-9_-]*_github)__(?P<tool>[A-Za-z0-9_]+)$"
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _ASSIGNMENT = r"^[A-Za-z_][A-Za-z0-9_]*="
 _API_PATH = (
     r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/"
@@ -108,105 +108,6 @@ _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
 _GIT_PUSH_VALUE_OPTIONS = frozenset(
     {"--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed", "--force-with-lease"}
 )
-
-
-_HEREDOC = "<<gitledger-heredoc-"  # the word a lifted here-document leaves in its command
-# "$(cat <<'EOF' … EOF)" as a --body value, the way coding agents write multi-line bodies
-_SUBSTITUTED_HEREDOC = (
-    r"^\$\(\s*cat\s+<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_]+)\2[ \t]*\n(.*?)\n[ \t]*\3[ \t]*\n\s*\)$"
-)
-
-
-def lift_heredocs(command: str) -> tuple[str, list[str]]:
-    """The command line without the bodies of its here-documents, and the bodies.
-
-    A body is input, not commands: each ``<<WORD`` (``<<-WORD``, ``<<'WORD'``) outside quotes and
-    ``$(...)`` becomes the word ``<<gitledger-heredoc-N`` and its lines (up to the line ``WORD``) are
-    taken out; ``bodies[N]`` is the text the command reads (quoted or not: nothing is expanded here).
-    """
-    if "<<" not in command:
-        return command, []
-    out: list[str] = []
-    bodies: list[str] = []
-    pending: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) of the current line
-    quote = ""
-    depth = 0  # $( ... ) outside single quotes
-    i, n = 0, len(command)
-    while i < n:
-        c = command[i]
-        if quote == "'":
-            quote = "" if c == "'" else quote
-        elif c == "\\" and i + 1 < n:
-            out.append(command[i : i + 2])
-            i += 2
-            continue
-        elif quote == '"':
-            if c == '"':
-                quote = ""
-            elif command.startswith("$(", i):
-                depth += 1
-            elif c == ")" and depth:
-                depth -= 1
-        elif c in "'\"":
-            quote = c
-        elif command.startswith("$(", i):
-            depth += 1
-        elif c == ")" and depth:
-            depth -= 1
-        elif command.startswith("<<<", i):  # a here-string: one word, read by _stdin
-            out.append("<<<")
-            i += 3
-            continue
-        elif c == "<" and not depth and command.startswith("<<", i):
-            found = re.match(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))", command[i:])
-            if found:
-                delimiter = next(g for g in found.groups()[1:] if g is not None)
-                out.append(f"{_HEREDOC}{len(bodies) + len(pending)}")
-                pending.append((delimiter, found.group(1) == "-"))
-                i += found.end()
-                continue
-        elif c == "\n" and pending:
-            out.append(c)
-            i += 1
-            for delimiter, tabs in pending:
-                lines: list[str] = []
-                while i < n:
-                    end = command.find("\n", i)
-                    line = command[i:] if end == -1 else command[i:end]
-                    i = n if end == -1 else end + 1
-                    if tabs:
-                        line = line.lstrip("\t")
-                    if line == delimiter:
-                        break
-                    lines.append(line)
-                bodies.append("".join(line + "\n" for line in lines))
-            pending = []
-            continue
-        out.append(c)
-        i += 1
-    bodies.extend("" for _ in pending)  # a here-document without its lines (the shell reads nothing)
-    return "".join(out), bodies
-
-
-def split_commands(command: str) -> Iterator[list[str]]:
-    """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
-    # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    words: list[str] = []
-    for token in lexer:
-        if token in _SEPARATORS or token == "\n" or set(token) <= set(";&|\n"):
-            if words:
-                yield words
-            words = []
-            continue
-        if "\n" in token and not words:
-            token = token.strip("\n")
-        words.append(token)
-    if words:
-        yield words
 
 
 def _strip_assignments(words: list[str], env: dict[str, str]) -> list[str]:
@@ -474,13 +375,8 @@ def _body(values: Mapping[str, str], cwd: str | None, stdin: str | None) -> str 
     it gives), ``--body-file -`` (its here-document or here-string; None when it reads a pipe) or
     ``--body-file PATH``."""
     if "body" in values:
-        found = re.match(_SUBSTITUTED_HEREDOC, values["body"], re.DOTALL)
-        if found is None:
-            return values["body"]
-        lines = found.group(4).split("\n")
-        if found.group(1):
-            lines = [line.lstrip("\t") for line in lines]
-        return "\n".join(lines).rstrip("\n")  # $( ) drops the trailing newlines
+        text = substituted_heredoc(values["body"])
+        return values["body"] if text is None else text
     path = values.get("body_file")
     if not path:
         return None
@@ -666,7 +562,7 @@ def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] 
                 matched = True
         if matched:
             continue
-        words, stdin = _stdin(words, bodies)
+        words, stdin = stdin_of(words, bodies)
         if words[0] == "gh":
             effect = _gh(words, env, here, stdin)
             if effect is not None:
@@ -674,26 +570,6 @@ def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] 
         elif words[0] == "git" and len(words) >= 2 and words[1] == "push":
             effects.extend(_git_push(words, here))
     return effects
-
-
-def _stdin(words: list[str], bodies: list[str]) -> tuple[list[str], str | None]:
-    """A command's words without its here-document or here-string, and the text it reads from it."""
-    kept: list[str] = []
-    stdin = None
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word.startswith(_HEREDOC) and word[len(_HEREDOC) :].isdigit():
-            stdin = bodies[int(word[len(_HEREDOC) :])]
-        elif word == "<<<" and i + 1 < len(words):
-            stdin = words[i + 1] + "\n"
-            i += 1
-        elif word.startswith("<<<"):
-            stdin = word[3:] + "\n"
-        else:
-            kept.append(word)
-        i += 1
-    return kept, stdin
 
 
 def _complete(effect: Effect) -> Effect:
@@ -707,4 +583,4 @@ def _complete(effect: Effect) -> Effect:
     return effect._replace(problems=tuple(f"the {f}" for f in missing))
 
 
-__all__ = ["SHELL_TOOLS", "lift_heredocs", "recognise", "recognise_command", "split_commands"]
+__all__ = ["SHELL_TOOLS", "recognise", "recognise_command"]

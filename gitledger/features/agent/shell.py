@@ -1,0 +1,147 @@
+"""Shell command lines as the agent guard reads them: simple commands as word lists, here-documents.
+
+Nothing is executed or expanded: :func:`split_commands` cuts a line into simple commands with
+:mod:`shlex` at ``&&``, ``||``, ``;``, ``|`` and newlines; :func:`lift_heredocs` first takes the lines
+of here-documents out (they are input, not commands) and :func:`stdin_of` gives a command the text of
+its here-document or here-string. Standard library only: the agent hook imports this for every call.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterator
+
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
+_HEREDOC = "<<gitledger-heredoc-"  # the word a lifted here-document leaves in its command
+# "$(cat <<'EOF' … EOF)" as a --body value, the way coding agents write multi-line bodies
+_SUBSTITUTED_HEREDOC = (
+    r"^\$\(\s*cat\s+<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_]+)\2[ \t]*\n(.*?)\n[ \t]*\3[ \t]*\n\s*\)$"
+)
+
+
+def lift_heredocs(command: str) -> tuple[str, list[str]]:
+    """The command line without the bodies of its here-documents, and the bodies.
+
+    A body is input, not commands: each ``<<WORD`` (``<<-WORD``, ``<<'WORD'``) outside quotes and
+    ``$(...)`` becomes the word ``<<gitledger-heredoc-N`` and its lines (up to the line ``WORD``) are
+    taken out; ``bodies[N]`` is the text the command reads (quoted or not: nothing is expanded here).
+    """
+    if "<<" not in command:
+        return command, []
+    out: list[str] = []
+    bodies: list[str] = []
+    pending: list[tuple[str, bool]] = []  # (delimiter, strip leading tabs) of the current line
+    quote = ""
+    depth = 0  # $( ... ) outside single quotes
+    i, n = 0, len(command)
+    while i < n:
+        c = command[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\" and i + 1 < n:
+            out.append(command[i : i + 2])
+            i += 2
+            continue
+        elif quote == '"':
+            if c == '"':
+                quote = ""
+            elif command.startswith("$(", i):
+                depth += 1
+            elif c == ")" and depth:
+                depth -= 1
+        elif c in "'\"":
+            quote = c
+        elif command.startswith("$(", i):
+            depth += 1
+        elif c == ")" and depth:
+            depth -= 1
+        elif command.startswith("<<<", i):  # a here-string: one word, read by _stdin
+            out.append("<<<")
+            i += 3
+            continue
+        elif c == "<" and not depth and command.startswith("<<", i):
+            found = re.match(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))", command[i:])
+            if found:
+                delimiter = next(g for g in found.groups()[1:] if g is not None)
+                out.append(f"{_HEREDOC}{len(bodies) + len(pending)}")
+                pending.append((delimiter, found.group(1) == "-"))
+                i += found.end()
+                continue
+        elif c == "\n" and pending:
+            out.append(c)
+            i += 1
+            for delimiter, tabs in pending:
+                lines: list[str] = []
+                while i < n:
+                    end = command.find("\n", i)
+                    line = command[i:] if end == -1 else command[i:end]
+                    i = n if end == -1 else end + 1
+                    if tabs:
+                        line = line.lstrip("\t")
+                    if line == delimiter:
+                        break
+                    lines.append(line)
+                bodies.append("".join(line + "\n" for line in lines))
+            pending = []
+            continue
+        out.append(c)
+        i += 1
+    bodies.extend("" for _ in pending)  # a here-document without its lines (the shell reads nothing)
+    return "".join(out), bodies
+
+
+def split_commands(command: str) -> Iterator[list[str]]:
+    """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
+    # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    for token in lexer:
+        if token in _SEPARATORS or token == "\n" or set(token) <= set(";&|\n"):
+            if words:
+                yield words
+            words = []
+            continue
+        if "\n" in token and not words:
+            token = token.strip("\n")
+        words.append(token)
+    if words:
+        yield words
+
+
+def substituted_heredoc(value: str) -> str | None:
+    """The text a ``"$(cat <<'EOF' … EOF)"`` value gives (the way coding agents write multi-line
+    bodies), or None when the value is not one."""
+    found = re.match(_SUBSTITUTED_HEREDOC, value, re.DOTALL)
+    if found is None:
+        return None
+    lines = found.group(4).split("\n")
+    if found.group(1):
+        lines = [line.lstrip("\t") for line in lines]
+    return "\n".join(lines).rstrip("\n")  # $( ) drops the trailing newlines
+
+
+def stdin_of(words: list[str], bodies: list[str]) -> tuple[list[str], str | None]:
+    """A command's words without its here-document or here-string, and the text it reads from it."""
+    kept: list[str] = []
+    stdin = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith(_HEREDOC) and word[len(_HEREDOC) :].isdigit():
+            stdin = bodies[int(word[len(_HEREDOC) :])]
+        elif word == "<<<" and i + 1 < len(words):
+            stdin = words[i + 1] + "\n"
+            i += 1
+        elif word.startswith("<<<"):
+            stdin = word[3:] + "\n"
+        else:
+            kept.append(word)
+        i += 1
+    return kept, stdin
+
+
+__all__ = ["lift_heredocs", "split_commands", "stdin_of", "substituted_heredoc"]
