@@ -62,13 +62,17 @@ class Dists:
     wheel: Path  # built from the sdist, not from the checkout
 
 
-def tracked_tree() -> Path:
-    """The tracked files of this checkout, as they are on disk, copied to a folder of their own.
+def checkout_copy() -> Path:
+    """The files of this checkout that git does not ignore (tracked or new), as they are on disk,
+    copied to a folder of their own.
 
     Other tests run Python from the checkout meanwhile: the ``.pyc`` files they write (under a
     temporary name, then renamed) could vanish under a build walking the live tree ("No such file").
     """
-    listing = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listing = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout  # fmt: skip
     tree = Path(tempfile.mkdtemp(prefix="gitledger-tree-")) / "gitledger"
     for raw in filter(None, listing.split(b"\0")):
         source = ROOT / os.fsdecode(raw)
@@ -81,10 +85,10 @@ def tracked_tree() -> Path:
 
 @functools.cache
 def dists() -> Dists:
-    """``python -m build`` of this checkout's tracked files: the sdist, then the wheel built from that
-    sdist."""
+    """``python -m build`` of this checkout (a copy of its files): the sdist, then the wheel built from
+    that sdist."""
     out = Path(tempfile.mkdtemp(prefix="gitledger-dists-"))
-    source = tracked_tree()
+    source = checkout_copy()
     ok(run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=BUILD_TIMEOUT))
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
