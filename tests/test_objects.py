@@ -162,3 +162,41 @@ def test_a_large_pack_finds_every_object_and_no_other(tmp_path: Path, object_for
                 assert pack.find(oid) is None
     finally:
         pack.close()
+
+
+def test_an_object_whose_pack_a_repack_replaced_meanwhile_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'git repack -d' writes its pack, then deletes the packs it replaces. A reader that lists the
+    pack folder while the old pack is still there and opens it after it is gone does not conclude
+    the object is missing: it lists again and finds the replacement (a writer beside 'git gc' in a
+    loop once failed with 'the ledger ref points at a missing commit')."""
+    import shutil
+
+    import gitledger.git.objects as objects
+
+    repo = init_repo(tmp_path / "r")
+    blob = (hash_object("blob", b"note\n"), "blob", b"note\n")
+    write_pack(repo / ".git" / "objects", [blob], durable=False)
+    pack_dir = repo / ".git" / "objects" / "pack"
+    (old_idx,) = pack_dir.glob("*.idx")
+    reader = ObjectReader(repo / ".git" / "objects")
+    real_listdir = os.listdir
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    stages = {"listed": 0}
+
+    def listdir(path: str) -> list[str]:
+        names = real_listdir(path)
+        if str(path) == str(pack_dir) and stages["listed"] == 0:
+            stages["listed"] = 1
+            # the repack happens right after this listing: the old pack goes, a new one holds it
+            for f in pack_dir.iterdir():
+                shutil.move(str(f), moved / f.name)
+            shutil.copy(moved / old_idx.with_suffix(".pack").name, pack_dir / "pack-new.pack")
+            shutil.copy(moved / old_idx.name, pack_dir / "pack-new.idx")
+        return names
+
+    monkeypatch.setattr(objects.os, "listdir", listdir)
+    assert reader.read(blob[0]) == ("blob", b"note\n")
+    assert stages["listed"] == 1

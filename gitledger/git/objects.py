@@ -50,6 +50,9 @@ class DamagedObjectFileError(Exception):
     """An object file or pack entry exists but cannot be decoded."""
 
 
+_RESCANS = 5  # listings of the pack folders for one object that is not found, while they change
+
+
 class _Pack:
     """One ``pack-*.idx`` (version 2) and its ``.pack``, memory-mapped."""
 
@@ -231,8 +234,10 @@ class ObjectReader:
                 found += ObjectReader._alternates(path, depth + 1)
         return found
 
-    def rescan(self) -> None:
-        """Re-list the packs (new ones are opened; vanished ones dropped)."""
+    def rescan(self) -> bool:
+        """Re-list the packs (new ones are opened; vanished ones dropped); whether anything changed
+        (a pack listed but gone before it could be opened counts: a repack is replacing it)."""
+        changed = False
         seen: set[str] = set()
         for folder in self.dirs:
             pack_dir = os.path.join(folder, "pack")
@@ -245,12 +250,15 @@ class ObjectReader:
                     path = os.path.join(pack_dir, name)
                     seen.add(path)
                     if path not in self._packs:
+                        changed = True
                         try:
                             self._packs[path] = _Pack(path, self.oid_len)
                         except (OSError, ValueError, DamagedObjectFileError, struct.error):
                             continue  # half-written or just deleted: git sees it the same way
         for path in [p for p in self._packs if p not in seen]:
             self._packs.pop(path).close()
+            changed = True
+        return changed
 
     def pack_count(self) -> int:
         """The packs this reader knows of (as of its last look at the pack folders)."""
@@ -265,9 +273,17 @@ class ObjectReader:
         if cached is not None:
             return cached
         found = self._lookup(oid)
-        if found is None:
-            self.rescan()
+        for _ in range(_RESCANS):
+            if found is not None:
+                break
+            # not in the packs known, nor loose: list the packs again, and again while they change.
+            # 'git repack -d' writes its pack before it deletes the ones it replaces, so a listing
+            # that met a pack already gone (or a loose object packed and pruned meanwhile) is
+            # followed by one that holds the replacement (git itself re-reads its packs so)
+            changed = self.rescan()
             found = self._lookup(oid)
+            if not changed:
+                break
         if found is not None and len(found[1]) <= _CACHE_OBJECT_MAX:
             if len(self._cache) >= _CACHE_MAX:
                 self._cache.clear()
