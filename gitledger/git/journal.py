@@ -50,13 +50,9 @@ def encode(key: str, intent: bytes, line: bytes) -> bytes:
     return b"%08x %s\n" % (zlib.crc32(payload), payload)
 
 
-def split_torn(raw: bytes, whole: bool = True) -> tuple[bytes, Record | None]:
-    """(torn fragment, record) of one line: the whole line as a record (``whole``: not known to fail
-    already), else its first suffix that is one (after the fragments of writers killed in their
-    append), else (the line, None)."""
-    record = decode(raw) if whole else None
-    if record is not None:
-        return b"", record
+def split_torn(raw: bytes) -> tuple[bytes, Record | None]:
+    """(torn fragment, record) of a line that is not a record as a whole: its first suffix that is
+    one (after the fragments of writers killed in their append), else (the line, None)."""
     at = raw.find(b" ", 9)
     while at != -1:
         start = at - 8
@@ -173,7 +169,7 @@ class Journal:
             offset += len(raw) + 1
             record = decode(raw)
             if record is None:
-                fragment, record = split_torn(raw, whole=False)
+                fragment, record = split_torn(raw)
                 if record is None:
                     pending.append(raw)
                     continue

@@ -259,12 +259,9 @@ class GitRepo:
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run git on this repository; ``env`` adds variables to the environment of :func:`git_env`."""
-        argv = ["git", f"--git-dir={self.git_dir}", *args]
-        if self.worktree is not None:
-            argv.insert(2, f"--work-tree={self.worktree}")
         try:
             proc = subprocess.run(
-                argv,
+                self._argv(args),
                 input=input,
                 capture_output=True,
                 cwd=cwd or self.worktree or self.git_dir,
@@ -278,13 +275,17 @@ class GitRepo:
             raise GitError(f"git {' '.join(args[:2])} failed: {git_message(proc.stderr)}")
         return proc
 
+    def _argv(self, args: Sequence[str]) -> list[str]:
+        """git's command line for ``args`` on this repository (and its work tree)."""
+        tree = [f"--work-tree={self.worktree}"] if self.worktree is not None else []
+        return ["git", f"--git-dir={self.git_dir}", *tree, *args]
+
     def start(self, *args: str) -> subprocess.Popen[bytes] | None:
         """Start git on this repository without waiting for it (no input, output discarded, in a
         session of its own: Ctrl-C in the terminal is not for it); None when git cannot be started."""
-        argv = ["git", f"--git-dir={self.git_dir}", *args]
         try:
             return subprocess.Popen(
-                argv,
+                self._argv(args),
                 cwd=self.worktree or self.git_dir,
                 env=git_env(),
                 stdin=subprocess.DEVNULL,

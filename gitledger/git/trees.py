@@ -111,9 +111,7 @@ class Trees:
         path: list[str] = []
         rest = name
         while tree is not None:
-            raw = self._fanout_levels.get(tree)
-            if raw is None and tree not in self._trees:
-                raw = self._fanout_level(tree)
+            raw = self._fanout_level(tree)
             if raw is not None:  # a fan-out level holds only two-character subtrees
                 if len(rest) <= 2:
                     return None
