@@ -12,6 +12,13 @@ def test_one_command_per_line_even_without_blanks() -> None:
     assert [(e.kind, e.base, e.branch) for e in effects] == [(PR, "main", None), (PUSH, None, "feature")]
 
 
+def test_a_quoted_word_keeps_its_newlines() -> None:
+    # bash runs a command named "<newline>gh" here, which is not gh: nothing to guard
+    assert recognise_command('"\ngh" pr create --base main --title T', "/r") == []
+    (effect,) = recognise_command('gh pr create --base main --title "two\nlines"', "/r")
+    assert effect.kind == PR and effect.base == "main"
+
+
 def test_a_substituted_here_document_gives_its_text_as_the_body() -> None:
     command = (
         "gh pr comment 12 --body \"$(cat <<'EOF'\n## Summary\n- pages; fixes #3 && more | less\n\n"

@@ -105,8 +105,6 @@ def split_commands(command: str) -> Iterator[list[str]]:
                 yield words
             words = []
             continue
-        if "\n" in token and not words:
-            token = token.strip("\n")
         words.append(token)
     if words:
         yield words
