@@ -218,6 +218,21 @@ def test_short_steps_do_not_wake_the_heartbeat_thread() -> None:
     assert _HEARTBEATS.wakeups - before <= 2
     assert len(_HEARTBEATS._due) <= 130  # the stopped ones were dropped from the queue
 
+    first.stop()
+    brief = Renewal(lambda: None, 0.05)
+    brief.start()
+    brief.stop()
+    time.sleep(0.2)  # the thread wakes for the stopped brief claim: only stopped claims are queued now
+    before = _HEARTBEATS.wakeups
+    for _ in range(200):  # steps one after another, the thread free to run between them
+        r = Renewal(lambda: None, 300.0)
+        r.start()
+        assert r.stop() == []
+        time.sleep(0.0005)
+    assert _HEARTBEATS.wakeups - before <= 3
+
+    first = Renewal(lambda: None, 300.0)
+    first.start()
     beats = {"n": 0}
     soon = Renewal(lambda: beats.__setitem__("n", beats["n"] + 1), 0.05)
     soon.start()  # due long before the thread would wake: it is woken for it

@@ -85,18 +85,19 @@ class _Heartbeats:
         while True:
             with self._cond:
                 while True:
-                    if self._due and self._due[0][2].stopped:
-                        heapq.heappop(self._due)
-                        self._stopped = max(0, self._stopped - 1)
-                        continue
                     now = time.monotonic()
                     if self._due and self._due[0][0] <= now:
                         renewal = heapq.heappop(self._due)[2]
+                        if renewal.stopped:
+                            self._stopped = max(0, self._stopped - 1)
+                            continue
                         renewal.beating = True
                         self._wake_at = -math.inf  # beating: it looks at the queue again after the beat
                         break
-                    # a claim stopped meanwhile stays queued until it is due; so the thread does not
-                    # wake at every stop (see _schedule), it wakes at most at that claim's deadline
+                    # a stopped claim stays queued until it is due, and the thread sleeps until then:
+                    # the next claims' beats are due later, so they do not wake it (see _schedule).
+                    # Dropping it earlier left an empty queue between two steps, and then every
+                    # claim woke the thread (a thread switch per step in a loop of short steps)
                     self._wake_at = self._due[0][0] if self._due else math.inf
                     self._cond.wait(None if self._wake_at == math.inf else self._wake_at - now)
                     self.wakeups += 1
