@@ -80,6 +80,24 @@ def test_written_pack_is_read_by_git_and_kept_from_gc(tmp_path: Path) -> None:
     assert missing.returncode != 0  # once no longer kept, unreferenced objects go
 
 
+def test_small_trees_are_packed_uncompressed_and_read_by_git(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "r")
+    blob = b"a note\n"
+    blob_oid = hash_object("blob", blob)
+    leaf = b"100644 " + b"ab" * 18 + b"\0" + bytes.fromhex(blob_oid)
+    empty = b""
+    big = b"".join(b"100644 n%04d\0" % i + bytes.fromhex(blob_oid) for i in range(200))  # ~6 KB: deflated
+    objects = [(blob_oid, "blob", blob)] + [(hash_object("tree", t), "tree", t) for t in (leaf, empty, big)]
+    write_pack(repo / ".git" / "objects", objects)
+    (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
+    assert leaf in pack.read_bytes() and big not in pack.read_bytes()  # stored as is / deflated
+    git("fsck", "--strict", "--no-dangling", cwd=repo)
+    git("verify-pack", str(pack.with_suffix(".idx")), cwd=repo)
+    reader = ObjectReader(repo / ".git" / "objects")
+    for oid, kind, data in objects:
+        assert raw(repo, oid, kind) == data and reader.read(oid) == (kind, data)
+
+
 def test_read_ref_loose_packed_and_damaged(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "r")
     head = git("rev-parse", "HEAD", cwd=repo)
