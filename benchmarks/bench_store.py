@@ -8,7 +8,8 @@ Every measured engine runs in a child process of its own, round by round in a ro
 on the shared cores hits all alike; read the ratios, not the absolute figures.
 
 - **in process** (``StepRunner.run`` with a ``ledger`` check and a no-op action): *fresh* = a new key
-  (load, claim, action, done); *done* = a key already done (one load). Engines: this gitledger with
+  (load, claim, action, done); *done* = a key already done (one load; each draw a key the process has
+  not looked up yet, so no size is favoured by this process's caches). Engines: this gitledger with
   ``durability: fsync`` and ``none``, bare SQLite WAL (``synchronous=FULL`` and ``NORMAL``,
   ``benchmarks/ledgers.py``), and the previous engine (``--baseline``, exported with ``git archive``;
   by default the last commit before the journal). Ledgers of 100 and ``--large`` entries each.
@@ -20,7 +21,8 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   bytes of ``.git`` added per entry as written (after a flush) and after ``git gc``, and loose object
   files per step.
 
-``--only in_process,writers,growth`` runs some of the parts.
+``--only in_process,writers,growth`` runs some of the parts. ``benchmarks/run.py`` runs all of them
+(``run()``) for ``REPORT.md``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -71,7 +74,11 @@ else:
         from gitledger.gitstore import GitStore
     repo = GitRepo.discover(path)
     store = GitStore(repo) if engine == "previous" else GitStore(repo, engine.split("-")[1])
-rng = random.Random(tag)
+# each done draw a key this process has not looked up yet (while reps <= size): at 100 entries,
+# draws with replacement would repeat ~37 % of keys, answered from this process's caches, while at
+# 100 000 none repeat, so the size ratio would compare cached with uncached lookups
+drawn = list(range(size))
+random.Random(tag).shuffle(drawn)
 runner = StepRunner(store)
 checks = [LedgerCheck()]
 noop = lambda: ActionResult(ok=True)
@@ -81,7 +88,7 @@ for i in range(reps):
     step = StepKey.derive(f"bench-{tag}-{i}", "fresh")
     t = time.perf_counter(); r = runner.run(step, checks, noop); out["fresh"].append(time.perf_counter() - t)
     assert r.status == "created", r
-    step = StepKey.derive(f"entry-{rng.randrange(size)}", "step")
+    step = StepKey.derive(f"entry-{drawn[i % size]}", "step")
     t = time.perf_counter(); r = runner.run(step, checks, noop); out["done"].append(time.perf_counter() - t)
     assert r.status == "skipped", r
 if hasattr(store, "flush"):
@@ -112,10 +119,9 @@ else:
     except ImportError:
         from gitledger.git import GitRepo
         from gitledger.gitstore import GitStore
-    try:
-        store = GitStore(GitRepo.discover(path), engine.split("-")[1])
-    except TypeError:  # an engine without durability settings
-        store = GitStore(GitRepo.discover(path))
+    durability = engine.split("-")[1] if "-" in engine else None
+    repo = GitRepo.discover(path)
+    store = GitStore(repo, durability) if durability else GitStore(repo)
 runner = StepRunner(store)
 checks = [LedgerCheck()]
 noop = lambda: ActionResult(ok=True)
@@ -196,8 +202,8 @@ def writers(
     """steps/s of ``n`` concurrent writer processes per engine, interleaved: round by round, for each
     writer count, every engine in a rotating order (the previous engine too, with ``--baseline``)."""
     engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"]
-    if baseline is not None:
-        engines += ["previous-fsync", "previous-none"]
+    if baseline is not None:  # an engine before the durability setting is measured once, as it is
+        engines += ["previous-fsync", "previous-none"] if has_durability(baseline) else ["previous"]
     rates: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
     runs = 0
@@ -264,6 +270,12 @@ def writers(
         name: {"steps_per_s": statistics.median(rate), "runs": rate, "lost": lost[name]}
         for name, rate in sorted(rates.items())
     }
+
+
+def has_durability(tree: Path) -> bool:
+    """Whether the engine in ``tree`` has the ``durability`` setting (``fsync`` / ``none``)."""
+    store = tree / "gitledger" / "git" / "store.py"
+    return store.exists() and "durability" in store.read_text()
 
 
 def disk_bytes(path: Path) -> tuple[int, int]:
@@ -342,37 +354,68 @@ def main(argv: list[str] | None = None) -> int:
         args.large, args.rounds, args.reps, args.per_writer, args.growth = 10_000, 3, 80, 150, 500
     use_isolated_git()
     work = Path(tempfile.mkdtemp(prefix="gitledger-bench-store-"))
-    baseline = export(args.baseline, work / "previous") if args.baseline else None
-    sizes = [100, args.large]
-    report: dict[str, Any] = {
-        "baseline": args.baseline,
-        "sizes": sizes,
-        "rounds": args.rounds,
-        "reps": args.reps,
-    }
-    parts = set(args.only.split(",")) if args.only else {"in_process", "writers", "growth"}
-    if "in_process" in parts:
-        report["in_process"] = in_process(work, sizes, args.rounds, args.reps, baseline)
-    if "writers" in parts:
-        counts = [int(n) for n in args.writers.split(",")]
-        report["writers"] = writers(work, counts, args.per_writer, args.writer_rounds, baseline)
-    if "growth" in parts:
-        report["growth"] = growth(work, args.growth)
-        if baseline is not None:
-            try:
-                report["growth_previous"] = growth(work, args.growth, baseline, "-previous")
-            except subprocess.CalledProcessError:  # an engine without the layers or a flush
-                print("(the previous engine's growth was not measured)", file=sys.stderr)
-    print_report(report, args.large, baseline is not None)
+    try:
+        report = run(
+            work,
+            baseline=args.baseline,
+            large=args.large,
+            rounds=args.rounds,
+            reps=args.reps,
+            writer_counts=[int(n) for n in args.writers.split(",")],
+            per_writer=args.per_writer,
+            writer_rounds=args.writer_rounds,
+            growth_steps=args.growth,
+            parts=args.only.split(",") if args.only else PARTS,
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print_report(report, args.large)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0
 
 
-def print_report(report: dict[str, Any], large: int, with_baseline: bool) -> None:
+PARTS = ("in_process", "writers", "growth")
+
+
+def run(
+    work: Path,
+    baseline: str = BASELINE,
+    large: int = 100_000,
+    rounds: int = 6,
+    reps: int = 150,
+    writer_counts: list[int] | tuple[int, ...] = (1, 2, 4, 8),
+    per_writer: int = 300,
+    writer_rounds: int = 1,
+    growth_steps: int = 2000,
+    parts: list[str] | tuple[str, ...] = PARTS,
+) -> dict[str, Any]:
+    """Every part in ``work``: the figures ``print_report`` prints and ``benchmarks/report.py`` renders.
+    ``baseline``: a revision of the previous engine ('' for none)."""
+    work.mkdir(parents=True, exist_ok=True)
+    tree = export(baseline, work / "previous") if baseline else None
+    sizes = [100, large]
+    report: dict[str, Any] = {"baseline": baseline, "sizes": sizes, "rounds": rounds, "reps": reps}
+    if "in_process" in parts:
+        report["in_process"] = in_process(work, sizes, rounds, reps, tree)
+        report["ratios"] = ratios(report["in_process"], large, tree is not None)
+    if "writers" in parts:
+        report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree)
+        report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
+    if "growth" in parts:
+        report["growth"] = growth(work, growth_steps)
+        if tree is not None:
+            try:
+                report["growth_previous"] = growth(work, growth_steps, tree, "-previous")
+            except subprocess.CalledProcessError:  # an engine without the layers or a flush
+                print("(the previous engine's growth was not measured)", file=sys.stderr)
+    return report
+
+
+def print_report(report: dict[str, Any], large: int) -> None:
     inp, wr = report.get("in_process", {}), report.get("writers", {})
     if inp:
-        print_in_process(report, inp, large, with_baseline)
+        print_in_process(report, inp, large)
     if wr:
         print("writers: steps/s, median of the rounds (lost)")
         for name, row in wr.items():
@@ -387,7 +430,7 @@ def print_report(report: dict[str, Any], large: int, with_baseline: bool) -> Non
             )
 
 
-def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int, with_baseline: bool) -> None:
+def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) -> None:
     print(f"in process, medians in ms ({report['rounds']} interleaved rounds x {report['reps']} steps)")
     print(f"{'engine':<18} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
     for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
@@ -395,25 +438,29 @@ def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int, wi
             continue
         a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
         print(f"{engine:<18} {a['fresh']:>10.3f} {b['fresh']:>13.3f} {a['done']:>10.3f} {b['done']:>12.3f}")
+    for name, value in report["ratios"].items():
+        print(f"  {name}: {value:.2f}x")
+
+
+def ratios(inp: dict[str, Any], large: int, with_baseline: bool) -> dict[str, float]:
+    """Issue 14's in-process ratios (and against the previous engine, when it ran)."""
 
     def r(x: str, y: str, what: str, size: int = large) -> float:
         return float(inp[f"{x}@{size}"][what] / inp[f"{y}@{size}"][what])
 
-    ratios = {
+    found = {
         "fresh fsync / sqlite FULL (target <= 1.0)": r("gitledger-fsync", "sqlite-full", "fresh"),
         "fresh none / sqlite NORMAL (target <= 3)": r("gitledger-none", "sqlite-normal", "fresh"),
-        "done / sqlite NORMAL (target <= 4)": r("gitledger-none", "sqlite-normal", "done"),
+        "done fsync / sqlite NORMAL (target <= 4)": r("gitledger-fsync", "sqlite-normal", "done"),
         f"fresh fsync {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["fresh"]
         / inp["gitledger-fsync@100"]["fresh"],
         f"done {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["done"]
         / inp["gitledger-fsync@100"]["done"],
     }
     if with_baseline:
-        ratios["fresh fsync / previous engine"] = r("gitledger-fsync", "previous", "fresh")
-        ratios["done / previous engine"] = r("gitledger-fsync", "previous", "done")
-    report["ratios"] = ratios
-    for name, value in ratios.items():
-        print(f"  {name}: {value:.2f}x")
+        found["fresh fsync / previous engine"] = r("gitledger-fsync", "previous", "fresh")
+        found["done / previous engine"] = r("gitledger-fsync", "previous", "done")
+    return found
 
 
 if __name__ == "__main__":

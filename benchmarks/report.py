@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from pathlib import Path
@@ -70,7 +71,156 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "met": ratio(skip, floor) <= 5.0,
             }
         )
+    if process and process.get("ratios"):
+        ratios = process["ratios"]
+        rows.append(
+            {
+                "target": "whole process: fresh run-step ≤ 1.3x the done-key fast path (issue 14)",
+                "measured": f"{ratios['fresh_over_skip']:.2f}x (CPU {ratios['cpu_fresh_over_skip']:.2f}x)",
+                "met": ratios["fresh_over_skip"] <= 1.3,
+            }
+        )
+        rows.append(
+            {
+                "target": "whole process: done-key fast path ≤ 4x `python -c pass` (issue 14)",
+                "measured": f"{ratios['skip_over_python']:.2f}x (CPU {ratios['cpu_skip_over_python']:.2f}x)",
+                "met": ratios["skip_over_python"] <= 4.0,
+            }
+        )
+    store = results.get("store")
+    if store:
+        rows += store_targets(store)
     return rows
+
+
+def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 14's targets of the storage engine (``bench_store.run``)."""
+    rows: list[dict[str, Any]] = []
+
+    def row(target: str, value: float, limit: float, detail: str) -> None:
+        rows.append(
+            {"target": f"{target} (issue 14)", "measured": f"{value:.2f}x ({detail})", "met": value <= limit}
+        )
+
+    inp = store.get("in_process")
+    if inp:
+        large = store["sizes"][-1]
+
+        def med(engine: str, size: int, path: str) -> float:
+            return float(inp[f"{engine}@{size}"][path])
+
+        for engine, peer, path, limit, name in (
+            ("gitledger-fsync", "sqlite-full", "fresh", 1.0, "fresh, durable ≤ 1.0x SQLite WAL FULL"),
+            (
+                "gitledger-none",
+                "sqlite-normal",
+                "fresh",
+                3.0,
+                "fresh, `durability: none` ≤ 3x SQLite WAL NORMAL",
+            ),
+            ("gitledger-fsync", "sqlite-normal", "done", 4.0, "done ≤ 4x bare SQLite"),
+        ):
+            a, b = med(engine, large, path), med(peer, large, path)
+            row(f"{name}, {large:,} entries", ratio(a, b), limit, f"{a:.3f} vs {b:.3f} ms")
+        for path in ("fresh", "done"):
+            a, b = med("gitledger-fsync", large, path), med("gitledger-fsync", 100, path)
+            row(f"{path}: {large:,} vs 100 entries ≤ 1.3x", ratio(a, b), 1.3, f"{a:.3f} vs {b:.3f} ms")
+    writers = store.get("writers")
+    if writers:
+        for durability in ("fsync", "none"):
+            cells = sorted(
+                (int(name.split("@")[1]), cell)
+                for name, cell in writers.items()
+                if name.startswith(f"gitledger-{durability}@")
+            )
+            rates = [cell["steps_per_s"] for _, cell in cells]
+            lost = sum(cell["lost"] for _, cell in cells)
+            top_n, top = cells[-1][0], rates[-1]
+            rising = all(b >= a for a, b in itertools.pairwise(rates))
+            rows.append(
+                {
+                    "target": f"{top_n} writers, `{durability}`: ≥ 2,000 steps/s, rising with writers, "
+                    "0 lost (issue 14)",
+                    "measured": " → ".join(f"{r:,.0f}" for r in rates) + f" steps/s; {lost} lost",
+                    "met": top >= 2000 and rising and lost == 0,
+                }
+            )
+    growth = store.get("growth")
+    if growth:
+        for field, limit, name in (
+            ("bytes_per_entry_written", 2048, "≤ 2 KB per entry as written"),
+            ("bytes_per_entry_after_gc", 700, "≤ 700 B per entry after `git gc`"),
+            ("loose_objects_per_step", 1, "≤ 1 loose object file per step"),
+        ):
+            value = float(growth[field])
+            rows.append(
+                {
+                    "target": f"repository growth {name} (issue 14)",
+                    "measured": f"{value:.2f}" if field.startswith("loose") else f"{value:.0f} B",
+                    "met": value <= limit,
+                }
+            )
+    return rows
+
+
+def render_store(store: dict[str, Any]) -> list[str]:
+    """Section 6: the storage engine against bare SQLite (and the previous engine, when it ran)."""
+    out: list[str] = ["## 6. Storage engine (`bench_store.py`, issue 14)\n"]
+    add = out.append
+    large = store["sizes"][-1]
+    baseline = store.get("baseline") or ""
+    add(
+        "`StepRunner.run` with a `ledger` check and a no-op action, each engine in a child process of its "
+        f"own, {store['rounds']} interleaved rounds of {store['reps']} steps: *fresh* = a new key (claim, "
+        "action, done); *done* = a done key (one load; each draw a key the process has not looked up "
+        "yet). Engines: gitledger with `durability: fsync` (the default) and `none`, bare SQLite WAL "
+        "(`synchronous=FULL` and `NORMAL`)"
+        + (f", and the previous engine (`{baseline}`)" if baseline else "")
+        + ". Medians in ms.\n"
+    )
+    inp = store.get("in_process")
+    if inp:
+        add(f"| engine | fresh @100 | fresh @{large:,} | done @100 | done @{large:,} |")
+        add("|---|---:|---:|---:|---:|")
+        for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
+            if f"{engine}@100" in inp:
+                a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
+                add(
+                    f"| {engine} | {_f(a['fresh'], 3)} | {_f(b['fresh'], 3)} | {_f(a['done'], 3)} | "
+                    f"{_f(b['done'], 3)} |"
+                )
+        add("")
+    writers = store.get("writers")
+    if writers:
+        counts = sorted({int(name.split("@")[1]) for name in writers})
+        add(
+            f"Writer processes on one ledger, {store.get('per_writer', '?')} fresh steps each on their own "
+            f"keys, started together; steps/s over the group's wall time, median of "
+            f"{store.get('writer_rounds', '?')} interleaved rounds; *lost*: steps missing from the ledger "
+            "afterwards (all rounds).\n"
+        )
+        add(
+            "| engine, steps/s | "
+            + " | ".join(f"{n} writer{'s' if n > 1 else ''}" for n in counts)
+            + " | lost |"
+        )
+        add("|---|" + "---:|" * (len(counts) + 1))
+        engines = sorted({name.split("@")[0] for name in writers})
+        for engine in engines:
+            cells = [writers.get(f"{engine}@{n}") for n in counts]
+            rates = " | ".join(f"{c['steps_per_s']:,.0f}" if c else "-" for c in cells)
+            add(f"| {engine} | {rates} | {sum(c['lost'] for c in cells if c)} |")
+        add("")
+    for name, who in (("growth", "gitledger"), ("growth_previous", f"the engine at `{baseline}`")):
+        growth = store.get(name)
+        if growth:
+            add(
+                f"Growth, {who}: {growth['entries']:,} fresh steps into an empty repository: "
+                f"{growth['bytes_per_entry_written']:.0f} B per entry as written, "
+                f"{growth['bytes_per_entry_after_gc']:.0f} B after `git gc`, "
+                f"{growth['loose_objects_per_step']:.2f} loose object files per step.\n"
+            )
+    return out
 
 
 def render(results: dict[str, Any], plot_name: str | None) -> str:
@@ -255,6 +405,9 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
         for a, b in zip(it["top_level"][:10], it["top_self"][:10], strict=False):
             add(f"| {a['module']} | {a['cum_ms']:.2f} | | {b['module']} | {b['self_ms']:.2f} |")
         add("")
+    store = results.get("store")
+    if store:
+        out += render_store(store)
     add("## Method notes\n")
     add(
         "- JSON-file baseline: the whole ledger is one JSON object rewritten through a temporary file + "

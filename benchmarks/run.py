@@ -29,12 +29,13 @@ from benchmarks import (  # noqa: E402  (the checkout must be importable first)
     bench_overhead,
     bench_process,
     bench_profile,
+    bench_store,
     plot,
     report,
 )
 from benchmarks.common import PY, bench_env, isolated_home, log, machine, use_isolated_git  # noqa: E402
 
-SECTIONS = ("overhead", "process", "concurrency", "sync", "audit", "profile")
+SECTIONS = ("overhead", "process", "concurrency", "sync", "audit", "profile", "store")
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "full": {
@@ -44,6 +45,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "profile": {"size": 10_000, "reps": 300, "import_runs": 15},
         "sync": {"sizes": [1_000, 10_000]},
         "audit": {"runs": 10, "prs": 300},
+        "store": {
+            "baseline": bench_store.BASELINE,
+            "large": 100_000,
+            "rounds": 3,
+            "reps": 100,
+            "per_writer": 300,
+            "writer_rounds": 3,
+            "growth_steps": 1_000,
+        },
     },
     "quick": {
         "overhead": {"sizes": [100, 1_000, 10_000], "reps": 60, "min_reps": 4, "budget_s": 1.0},
@@ -52,6 +62,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "profile": {"size": 1_000, "reps": 50, "import_runs": 5},
         "sync": {"sizes": [1_000]},
         "audit": {"runs": 3, "prs": 50},
+        "store": {
+            "baseline": "",
+            "large": 10_000,
+            "rounds": 2,
+            "reps": 50,
+            "per_writer": 100,
+            "growth_steps": 300,
+        },
     },
     # the smallest configuration of everything: what tests/test_benchmarks_smoke.py runs
     "smoke": {
@@ -61,6 +79,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "profile": {"size": 20, "reps": 3, "import_runs": 1},
         "sync": {"sizes": [50]},
         "audit": {"runs": 1, "prs": 5},
+        "store": {
+            "baseline": "",
+            "large": 200,
+            "rounds": 1,
+            "reps": 3,
+            "writer_counts": [1, 2],
+            "per_writer": 3,
+            "growth_steps": 5,
+        },
     },
 }
 
@@ -182,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             results["audit"] = run_audit(workdir, **config["audit"])
         if "profile" in only:
             results["profile"] = bench_profile.run(workdir / "profile", out=out, **config["profile"])
+        if "store" in only:
+            results["store"] = bench_store.run(workdir / "store", **config["store"])
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -92,6 +92,19 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     assert profile["importtime"]["total_import_ms"] > 0
     assert any(row["module"].startswith("gitledger") for row in profile["importtime"]["gitledger_cum"])
 
+    store = data["store"]
+    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal"):
+        for size in store["sizes"]:
+            cell = store["in_process"][f"{engine}@{size}"]
+            assert _finite(cell["fresh"]) and _finite(cell["done"])
+        for n in (1, 2):
+            assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
+            assert store["writers"][f"{engine}@{n}"]["lost"] == 0
+    assert store["growth"]["entries"] == 5 and _finite(store["growth"]["bytes_per_entry_after_gc"])
+    assert "## 6. Storage engine" in report
+    issue14 = [t for t in data["targets"] if t["target"].endswith("(issue 14)")]
+    assert len(issue14) == 12, [t["target"] for t in issue14]
+
     assert {t["target"] for t in data["targets"]} >= {
         "run-step skip path median < 150 ms (issue 2)",
         "run-step skip path ≤ 5x floor (issue 8)",
