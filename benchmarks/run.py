@@ -2,7 +2,7 @@
 
     python benchmarks/run.py [--quick] [--out benchmarks/results] [--only overhead,process,...]
 
-``--quick`` (under ~2 minutes) uses smaller ledgers and fewer repeats; the default (full) mode is the
+``--quick`` (under ~3 minutes) uses smaller ledgers and fewer repeats; the default (full) mode is the
 one the committed ``benchmarks/REPORT.md`` comes from. See ``benchmarks/README.md``.
 """
 
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="smaller sizes and repeats (under ~2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes and repeats (under ~3 minutes)")
     parser.add_argument("--smoke", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results", help="report folder")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {SECTIONS}")
