@@ -337,8 +337,7 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
             "on their own keys in one ledger, started together. *ref CAS retries*: `update-ref` refused "
             "because another writer moved the notes ref first (the store rebuilds on the new tip); "
             "*key CAS losses*: the key's own version changed (0 expected on distinct keys); *lock wait*: "
-            "share of worker time spent waiting for gitledger's advisory lock. `gitledger-noflock` is an "
-            "ablation with the advisory lock disabled (correctness still from the ref CAS); *gave up*: steps "
+            "share of worker time spent waiting for gitledger's advisory lock; *gave up*: steps "
             "whose store raised ConflictError after its 100 ref CAS tries. Every run is verified "
             "afterwards: the ledger holds every step that did not give up.\n"
         )
