@@ -70,8 +70,17 @@ def events(repo: Path, key: str) -> list[dict[str, object]]:
     return found
 
 
-def start(argv: Sequence[str], repo: Path, env: dict[str, str], **kwargs: object) -> subprocess.Popen[Any]:
-    return subprocess.Popen(list(argv), cwd=repo, env={**os.environ, **env}, **kwargs)  # type: ignore[call-overload,no-any-return]
+def start(argv: Sequence[str], repo: Path, env: dict[str, str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """gitledger started as from a terminal or an agent: SIGHUP at its default even when the suite runs
+    under ``nohup`` (gitledger rightly leaves an ignored SIGHUP ignored, and so would its command)."""
+    setup = kwargs.pop("preexec_fn", None)
+
+    def child_setup() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        if setup is not None:
+            setup()
+
+    return subprocess.Popen(list(argv), cwd=repo, env={**os.environ, **env}, preexec_fn=child_setup, **kwargs)
 
 
 def _controlling_tty() -> None:  # runs in the child: the pty (stdin) becomes its controlling terminal
