@@ -47,6 +47,7 @@ from benchmarks.ab import export  # noqa: E402
 from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
 from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
 from benchmarks.ledgers import SqliteStore  # noqa: E402
+from benchmarks.report import store_targets  # noqa: E402
 
 BASELINE = "c7649aa"  # main before the journal (issue 14)
 
@@ -398,7 +399,6 @@ def run(
     report: dict[str, Any] = {"baseline": baseline, "sizes": sizes, "rounds": rounds, "reps": reps}
     if "in_process" in parts:
         report["in_process"] = in_process(work, sizes, rounds, reps, tree)
-        report["ratios"] = ratios(report["in_process"], large, tree is not None)
     if "writers" in parts:
         report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree)
         report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
@@ -428,6 +428,9 @@ def print_report(report: dict[str, Any], large: int) -> None:
                 f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
                 f"{gr['loose_objects_per_step']:.2f} loose objects per step"
             )
+    print("targets (as in REPORT.md):")
+    for row in store_targets(report):
+        print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['measured']}")
 
 
 def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) -> None:
@@ -438,29 +441,10 @@ def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) ->
             continue
         a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
         print(f"{engine:<18} {a['fresh']:>10.3f} {b['fresh']:>13.3f} {a['done']:>10.3f} {b['done']:>12.3f}")
-    for name, value in report["ratios"].items():
-        print(f"  {name}: {value:.2f}x")
-
-
-def ratios(inp: dict[str, Any], large: int, with_baseline: bool) -> dict[str, float]:
-    """Issue 14's in-process ratios (and against the previous engine, when it ran)."""
-
-    def r(x: str, y: str, what: str, size: int = large) -> float:
-        return float(inp[f"{x}@{size}"][what] / inp[f"{y}@{size}"][what])
-
-    found = {
-        "fresh fsync / sqlite FULL (target <= 1.0)": r("gitledger-fsync", "sqlite-full", "fresh"),
-        "fresh none / sqlite NORMAL (target <= 3)": r("gitledger-none", "sqlite-normal", "fresh"),
-        "done fsync / sqlite NORMAL (target <= 4)": r("gitledger-fsync", "sqlite-normal", "done"),
-        f"fresh fsync {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["fresh"]
-        / inp["gitledger-fsync@100"]["fresh"],
-        f"done {large} / 100 (target <= 1.3)": inp[f"gitledger-fsync@{large}"]["done"]
-        / inp["gitledger-fsync@100"]["done"],
-    }
-    if with_baseline:
-        found["fresh fsync / previous engine"] = r("gitledger-fsync", "previous", "fresh")
-        found["done / previous engine"] = r("gitledger-fsync", "previous", "done")
-    return found
+    if f"previous@{large}" in inp:
+        for what in ("fresh", "done"):
+            value = inp[f"gitledger-fsync@{large}"][what] / inp[f"previous@{large}"][what]
+            print(f"  {what} fsync / previous engine at {large}: {value:.2f}x")
 
 
 if __name__ == "__main__":
