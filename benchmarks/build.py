@@ -1,9 +1,11 @@
 """Build large ledgers fast, without running the protocol N times, and check they read back.
 
-- gitledger: one ``git fast-import`` stream writes every intent blob and note blob and one commit on
-  each ledger ref, with exactly the paths :class:`~gitledger.git.store.GitStore` writes (notes at
-  ``ab/cd/<rest of the intent oid>``, intents at ``ab/cd/<rest of the key digest>``), so the store
-  reads it as if the entries had been recorded one by one (in a packed repository, as after ``gc``).
+- gitledger: the store's own object writer puts every intent blob and note blob, their trees and one
+  commit on each ledger ref into one pack, at exactly the paths :class:`~gitledger.git.store.GitStore`
+  writes (notes at ``ab/cd/<rest of the intent oid>``, intents at ``ab/cd/<rest of the key digest>``),
+  so the store reads it as if the entries had been recorded one by one and folded (the tip's objects as
+  a fold packs them, which ``git gc`` keeps as they are; older versions, which a fold leaves and gc
+  deltifies, are not there).
 - JSON file and SQLite: one bulk write each.
 
 Every entry holds the two events a real ``created`` step leaves: ``attempting`` then ``done``.
@@ -12,13 +14,11 @@ Every entry holds the two events a real ``created`` step leaves: ``attempting`` 
 from __future__ import annotations
 
 import random
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import bench_env, git
+from benchmarks.common import git
 from gitledger.core.events import ATTEMPTING, DONE, Event, encode_event
 from gitledger.core.keys import StepKey, key_digest
 from gitledger.core.owner import Owner
@@ -43,60 +43,33 @@ def entry_events(step: StepKey, at: float = 1_790_000_000.0) -> list[Event]:
     return [claim, done]
 
 
-def _fast_import_stream(repo: GitRepo, steps: list[StepKey]) -> Iterator[bytes]:
-    ident = f"gitledger <gitledger@localhost> {int(time.time())} +0000"
-    intent_paths: list[tuple[int, str]] = []
-    note_paths: list[tuple[int, str]] = []
-    mark = 0
-    for step in steps:
-        intent = Intent.of(step)
-        raw_intent = intent_bytes(intent)
-        intent_oid = repo.hash_object("blob", raw_intent)[0]
-        note = b"".join(encode_event(e) for e in entry_events(step))
-        mark += 1
-        intent_paths.append((mark, "/".join(fanout(key_digest(step.key)))))
-        yield b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(raw_intent), raw_intent)
-        mark += 1
-        note_paths.append((mark, "/".join(fanout(intent_oid))))
-        yield b"blob\nmark :%d\ndata %d\n%s\n" % (mark, len(note), note)
-    for ref, paths, message in (
-        (INTENTS_REF, intent_paths, f"gitledger: intent bulk import of {len(steps)} entries"),
-        (NOTES_REF, note_paths, f"gitledger: done bulk import of {len(steps)} entries"),
-    ):
-        msg = message.encode() + b"\n"
-        head = f"commit {ref}\ncommitter {ident}\ndata {len(msg)}\n".encode() + msg
-        yield head
-        yield "".join(f"M 100644 :{m} {p}\n" for m, p in paths).encode()
-        yield b"\n"
-
-
 def build_git(repo_path: Path, steps: list[StepKey]) -> None:
-    """Write a ledger of ``steps`` (all done) into a repository whose ledger refs do not exist yet."""
+    """Write a ledger of ``steps`` (all done) into a repository whose ledger refs do not exist yet.
+
+    The objects go through the store's own writer, as one fold of every entry would write them: one
+    pack (blobs deflated, trees stored), fan-out levels spliced, one commit on each ledger ref."""
     with GitRepo.discover(repo_path) as repo:
         if repo.read(NOTES_REF) is not None or repo.read(INTENTS_REF) is not None:
             raise RuntimeError(f"{repo_path} already has a ledger; build into a fresh repository")
-        proc = subprocess.Popen(
-            ["git", "fast-import", "--quiet", "--done"],
-            cwd=repo_path,
-            stdin=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=bench_env(),
-        )
-        assert proc.stdin is not None
-        chunk: list[bytes] = []
-        size = 0
-        for part in _fast_import_stream(repo, steps):
-            chunk.append(part)
-            size += len(part)
-            if size > 1 << 20:
-                proc.stdin.write(b"".join(chunk))
-                chunk, size = [], 0
-        proc.stdin.write(b"".join(chunk) + b"done\n")
-        proc.stdin.close()
-        assert proc.stderr is not None
-        err = proc.stderr.read()
-        if proc.wait() != 0:
-            raise RuntimeError(f"git fast-import failed: {err.decode(errors='replace')}")
+        store = GitStore(repo, "none")
+        intents: dict[tuple[str, ...], str] = {}
+        notes: dict[tuple[str, ...], str] = {}
+        for step in steps:
+            intent_oid = store.write_object("blob", intent_bytes(Intent.of(step)))
+            intents[tuple(fanout(key_digest(step.key)))] = intent_oid
+            note = b"".join(encode_event(e) for e in entry_events(step))
+            notes[tuple(fanout(intent_oid))] = store.write_object("blob", note)
+        updates: list[tuple[str, str, str | None]] = []
+        for ref, changes, message in (
+            (INTENTS_REF, intents, f"gitledger: intent bulk import of {len(steps)} entries"),
+            (NOTES_REF, notes, f"gitledger: done bulk import of {len(steps)} entries"),
+        ):
+            if changes:
+                updates.append((ref, store.commit(store.trees.put_many(None, changes), [], message), None))
+        with repo.lock():
+            if not store.move_refs(updates):
+                raise RuntimeError(f"{repo_path}: a ledger ref appeared while the ledger was built")
+        store.close()
 
 
 def git_ledger_count(repo_path: Path) -> dict[str, int]:

@@ -415,9 +415,9 @@ def render(results: dict[str, Any], plot_name: str | None) -> str:
         "`synchronous=NORMAL` (no fsync per commit, while gitledger runs with its default `durability: "
         "fsync` in sections 1 and 3; section 6 measures both settings of each), one transaction per "
         "append, CAS by `UPDATE … WHERE version = ?`.\n"
-        "- gitledger large ledgers are written with one `git fast-import` (packed objects, exactly the "
-        "paths GitStore writes); measured writes then go through the journal and its folds as in normal "
-        "use.\n"
+        "- gitledger large ledgers are written by the store's own object writer as one fold of every "
+        "entry (one pack, exactly the paths GitStore writes); measured writes then go through the "
+        "journal and its folds as in normal use.\n"
         "- Full definitions: `benchmarks/README.md`. Raw figures: `report.json`."
     )
     return "\n".join(out) + "\n"

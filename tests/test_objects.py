@@ -80,22 +80,33 @@ def test_written_pack_is_read_by_git_and_kept_from_gc(tmp_path: Path) -> None:
     assert missing.returncode != 0  # once no longer kept, unreferenced objects go
 
 
-def test_small_trees_are_packed_uncompressed_and_read_by_git(tmp_path: Path) -> None:
+def test_trees_are_packed_uncompressed_and_read_by_git(tmp_path: Path) -> None:
+    """Trees (a leaf, an empty one, a full fan-out level, one past a stored block's 64 KiB) are stored
+    as they are; blobs are deflated. git, git gc and our reader read them all back."""
     repo = init_repo(tmp_path / "r")
-    blob = b"a note\n"
+    blob = b"a note\n" * 40
     blob_oid = hash_object("blob", blob)
     leaf = b"100644 " + b"ab" * 18 + b"\0" + bytes.fromhex(blob_oid)
     empty = b""
-    big = b"".join(b"100644 n%04d\0" % i + bytes.fromhex(blob_oid) for i in range(200))  # ~6 KB: deflated
-    objects = [(blob_oid, "blob", blob)] + [(hash_object("tree", t), "tree", t) for t in (leaf, empty, big)]
-    write_pack(repo / ".git" / "objects", objects)
+    level = b"".join(b"40000 %02x\0" % i + bytes.fromhex(hash_object("tree", leaf)) for i in range(256))
+    huge = b"".join(b"100644 n%05d\0" % i + bytes.fromhex(blob_oid) for i in range(2500))  # ~80 KB
+    trees = [leaf, empty, level, huge]
+    objects = [(blob_oid, "blob", blob)] + [(hash_object("tree", t), "tree", t) for t in trees]
+    keep = write_pack(repo / ".git" / "objects", objects)
     (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
-    assert leaf in pack.read_bytes() and big not in pack.read_bytes()  # stored as is / deflated
+    packed = pack.read_bytes()
+    assert all(t[:65535] in packed for t in trees) and blob not in packed  # stored as is / deflated
     git("fsck", "--strict", "--no-dangling", cwd=repo)
     git("verify-pack", str(pack.with_suffix(".idx")), cwd=repo)
     reader = ObjectReader(repo / ".git" / "objects")
     for oid, kind, data in objects:
         assert raw(repo, oid, kind) == data and reader.read(oid) == (kind, data)
+    level_oid = objects[3][0]
+    unkeep(keep)
+    git("update-ref", "refs/keep", git("commit-tree", "-m", "level", level_oid, cwd=repo), cwd=repo)
+    git("gc", "-q", cwd=repo)  # gc copies a stored tree as it is: readers need not inflate it
+    (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
+    assert level in pack.read_bytes()
 
 
 def test_read_ref_loose_packed_and_damaged(tmp_path: Path) -> None:
