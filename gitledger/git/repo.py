@@ -406,15 +406,23 @@ class GitRepo:
         at a time), unless ``fold=False`` (a folder that holds it already takes the ledger lock to
         empty the journal).
         """
-        import fcntl
-
         timeout = _lock_timeout(timeout)
         if name == LEDGER_LOCK and not shared and fold:
             with self.lock(FOLD_LOCK, timeout), self.lock(name, timeout, fold=False):
                 yield
             return
-        held = self._lock_fd(name)
-        fd, _, in_process = held
+        held = self._acquire(name, timeout, shared)
+        try:
+            yield
+        finally:
+            _release(held)
+
+    def _acquire(self, name: str, timeout: float, shared: bool) -> tuple[int, threading.Lock]:
+        """Take the lock ``name`` (the ledger lock through its gate); (descriptor, in-process lock) to
+        hand to :func:`_release`."""
+        import fcntl
+
+        fd, _, in_process = self._lock_fd(name)
         if not in_process.acquire(timeout=timeout):
             raise GitError(
                 f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by another thread"
@@ -433,17 +441,23 @@ class GitRepo:
             locked = True
             if not shared:
                 _stamp(fd)
-            yield
-        finally:
+        except BaseException:
             if locked:
                 fcntl.flock(fd, fcntl.LOCK_UN)
             in_process.release()
+            raise
+        return fd, in_process
 
     def key_lock(self, key: str, timeout: float | None = None) -> contextlib.AbstractContextManager[None]:
         """The lock of ``key``'s stripe (one of :data:`KEY_STRIPES`, by a hash of the key), taken while
         holding the ledger lock shared: decisions on one key are serialised, other keys' go on."""
-        stripe = zlib.crc32(key.encode("utf-8", "surrogateescape")) % KEY_STRIPES
-        return self.lock(f"{KEY_LOCKS}/{stripe:02x}", timeout)
+        return self.lock(_stripe(key), timeout)
+
+    def append_lock(self, key: str) -> contextlib.AbstractContextManager[None]:
+        """``lock(shared=True)`` and then ``key_lock(key)``, as one context manager: what every journal
+        append takes. The same locks in the same order, for a quarter of the time of the two nested
+        generator-based ones (~6 instead of ~22 µs, twice per fresh step)."""
+        return _AppendLock(self, key)
 
     @contextlib.contextmanager
     def try_lock(self, name: str) -> Iterator[bool]:
@@ -549,6 +563,49 @@ def format_tree(entries: dict[str, tuple[str, str]]) -> bytes:
 
 class _LockTimeout(Exception):
     pass
+
+
+def _stripe(key: str) -> str:
+    return f"{KEY_LOCKS}/{zlib.crc32(key.encode('utf-8', 'surrogateescape')) % KEY_STRIPES:02x}"
+
+
+def _release(held: tuple[int, threading.Lock]) -> None:
+    import fcntl
+
+    fd, in_process = held
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        in_process.release()
+
+
+class _AppendLock:
+    """:meth:`GitRepo.append_lock`: the ledger lock shared, then the key's stripe exclusively."""
+
+    __slots__ = ("_held", "_key", "_repo")
+
+    def __init__(self, repo: GitRepo, key: str) -> None:
+        self._repo = repo
+        self._key = key
+        self._held: list[tuple[int, threading.Lock]] = []
+
+    def __enter__(self) -> None:
+        timeout = _lock_timeout(None)
+        ledger = self._repo._acquire(LEDGER_LOCK, timeout, True)
+        try:
+            stripe = self._repo._acquire(_stripe(self._key), timeout, False)
+        except BaseException:
+            _release(ledger)
+            raise
+        self._held = [stripe, ledger]
+
+    def __exit__(self, *exc: object) -> None:
+        stripe, ledger = self._held
+        self._held = []
+        try:
+            _release(stripe)
+        finally:
+            _release(ledger)
 
 
 def _stamp(fd: int) -> None:

@@ -366,7 +366,7 @@ class GitStore:
         while True:
             # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
             # decision on this key and the append are atomic; other keys' writers go on meanwhile
-            with self.repo.lock(shared=True), self.repo.key_lock(intent.key):
+            with self.repo.append_lock(intent.key):
                 journal.refresh()
                 if not journal.tail:
                     notes_tree = self.tip(NOTES_REF).tree
