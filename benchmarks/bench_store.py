@@ -92,7 +92,8 @@ for i in range(reps):
     assert r.status == "created", r
     if i < size:
         step = StepKey.derive(f"entry-{drawn[i]}", "step")
-        t = time.perf_counter(); r = runner.run(step, checks, noop); out["done"].append(time.perf_counter() - t)
+        t = time.perf_counter(); r = runner.run(step, checks, noop)
+        out["done"].append(time.perf_counter() - t)
         assert r.status == "skipped", r
 if hasattr(store, "flush"):
     store.flush()
