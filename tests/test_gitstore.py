@@ -286,7 +286,7 @@ def test_a_writer_holding_one_key_does_not_hold_up_other_keys(
             "-c",
             "import sys, time; from gitledger.git.repo import GitRepo\n"
             "r = GitRepo.discover(sys.argv[1])\n"
-            "with r.lock(shared=True), r.key_lock(sys.argv[2]):\n"
+            "with r.append_lock(sys.argv[2]):\n"
             "    print('held', flush=True); time.sleep(60)",
             str(repo),
             held.key,
