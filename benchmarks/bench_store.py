@@ -48,7 +48,7 @@ from benchmarks.ab import export  # noqa: E402
 from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
 from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
 from benchmarks.ledgers import SqliteStore  # noqa: E402
-from benchmarks.report import store_targets  # noqa: E402
+from benchmarks.report import STORE_ENGINES, store_targets  # noqa: E402
 
 BASELINE = "c7649aa"  # main before the journal (issue 14)
 
@@ -146,9 +146,7 @@ def median_ms(samples: list[float]) -> float:
 
 
 def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: Path | None) -> dict[str, Any]:
-    engines = ["gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal"]
-    if baseline is not None:
-        engines.append("previous")
+    engines = [e for e in STORE_ENGINES if e != "previous" or baseline is not None]
     ledgers: dict[tuple[str, int], Path] = {}
     for size in sizes:
         steps = make_steps(size)
@@ -439,7 +437,7 @@ def print_report(report: dict[str, Any], large: int) -> None:
 def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) -> None:
     print(f"in process, medians in ms ({report['rounds']} interleaved rounds x {report['reps']} steps)")
     print(f"{'engine':<18} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
-    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
+    for engine in STORE_ENGINES:
         if f"{engine}@100" not in inp:
             continue
         a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]

@@ -93,6 +93,11 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+# the engines of bench_store's in-process part, in the order of its rows (the previous engine runs only
+# with a baseline)
+STORE_ENGINES = ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous")
+
+
 def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
     """Issue 14's targets of the storage engine (``bench_store.run``)."""
     rows: list[dict[str, Any]] = []
@@ -182,7 +187,7 @@ def render_store(store: dict[str, Any]) -> list[str]:
     if inp:
         add(f"| engine | fresh @100 | fresh @{large:,} | done @100 | done @{large:,} |")
         add("|---|---:|---:|---:|---:|")
-        for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous"):
+        for engine in STORE_ENGINES:
             if f"{engine}@100" in inp:
                 a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
                 add(

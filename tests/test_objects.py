@@ -101,9 +101,9 @@ def test_trees_are_packed_uncompressed_and_read_by_git(tmp_path: Path) -> None:
     reader = ObjectReader(repo / ".git" / "objects")
     for oid, kind, data in objects:
         assert raw(repo, oid, kind) == data and reader.read(oid) == (kind, data)
-    level_oid = objects[3][0]
     unkeep(keep)
-    git("update-ref", "refs/keep", git("commit-tree", "-m", "level", level_oid, cwd=repo), cwd=repo)
+    level_commit = git("commit-tree", "-m", "level", hash_object("tree", level), cwd=repo)
+    git("update-ref", "refs/keep", level_commit, cwd=repo)
     git("gc", "-q", cwd=repo)  # gc copies a stored tree as it is: readers need not inflate it
     (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")
     assert level in pack.read_bytes()
