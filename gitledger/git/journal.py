@@ -143,24 +143,27 @@ class Journal:
                 self._fd = os.open(self.path, os.O_RDONLY)
             except FileNotFoundError:
                 return
-            self._ino = os.fstat(self._fd).st_ino
+            st = os.fstat(self._fd)
+            self._ino = st.st_ino
         assert self._fd is not None
         # what followed the last good line is read again: a torn tail may have been cut off (by
         # repair) and written over since
         self._pending.clear()
         self._partial = b""
         self._read_end = self._good_end
+        # up to the size seen now (what is appended meanwhile is read next time): no read when
+        # nothing was appended, one when something was (a read to the end costs one more)
         chunks = []
         pos = self._good_end
-        while True:
-            chunk = os.pread(self._fd, 1 << 20, pos)
-            if not chunk:
+        while pos < st.st_size:
+            chunk = os.pread(self._fd, st.st_size - pos, pos)
+            if not chunk:  # cut off meanwhile (repair)
                 break
             chunks.append(chunk)
             pos += len(chunk)
         if not chunks:
             return
-        data = self._partial + b"".join(chunks)
+        data = b"".join(chunks)
         end = data.rfind(b"\n") + 1
         self._partial = data[end:]
         offset = self._read_end
