@@ -115,3 +115,29 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     except ImportError:
         return
     assert (out / "overhead.png").stat().st_size > 1000 and "overhead.png" in report
+
+
+def test_fdatasync_benchmark_measures_every_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_fdatasync
+
+    out = tmp_path / "fdatasync.json"
+    argv = ["--procs", "1,2", "--syncs", "5", "--rounds", "1", "--dir", str(tmp_path), "--json", str(out)]
+    assert bench_fdatasync.main(argv) == 0
+    results = json.loads(out.read_text())
+    assert set(results) == {f"{mode}@{n}" for mode in bench_fdatasync.MODES for n in (1, 2)}
+    fields = ("syncs_per_s", "sync_us", "user_us", "system_us", "switches")
+    for cell in results.values():
+        assert all(_finite(cell[field]) for field in fields)
+        assert cell["syncs_per_s"] > 0
+    assert list(tmp_path.iterdir()) == [out]  # its files are removed
+    assert "written in place / append" in capsys.readouterr().out
+
+
+def test_fdatasync_benchmark_refuses_bad_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_fdatasync
+
+    for argv in (["--procs", "one"], ["--syncs", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_fdatasync.main(argv)
+        assert exc.value.code == 2
+        assert "error:" in capsys.readouterr().err
