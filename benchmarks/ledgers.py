@@ -130,6 +130,22 @@ class SqliteStore:
             "version INTEGER NOT NULL, events TEXT NOT NULL)"
         )
 
+    def reuse_wal(self, size: int = 8 << 20) -> None:
+        """Put the write-ahead log in the state a long-running writer keeps it in: a file of at least
+        ``size`` bytes that the next commit overwrites from its start. A new log grows with every
+        commit, and each sync then also commits the file's new size; once a checkpoint has reset it,
+        SQLite restarts the log in place (``journal_size_limit`` is unlimited by default, so the file
+        keeps its size). One commit of a ``size``-byte blob, the table dropped, then a checkpoint that
+        makes the next writer restart the log. The log is deleted when the last connection closes,
+        so call this on a connection that stays open while it is measured."""
+        db = self.db
+        db.execute("CREATE TABLE wal_fill (x BLOB)")
+        db.execute("INSERT INTO wal_fill VALUES (zeroblob(?))", (size,))
+        db.execute("DROP TABLE wal_fill")
+        busy, _, _ = db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+        if busy:
+            raise RuntimeError(f"{self.path}: the write-ahead log could not be reset (a reader is active)")
+
     def load(self, key: str | Intent) -> Entry:
         name = _key(key)
         row = self.db.execute("SELECT version, events FROM ledger WHERE key = ?", (name,)).fetchone()

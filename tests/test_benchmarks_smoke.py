@@ -39,6 +39,24 @@ def test_baseline_ledgers_have_the_store_semantics(tmp_path: Path, kind: str) ->
     store.close()
 
 
+def test_sqlite_baseline_reuses_its_log_in_place(tmp_path: Path) -> None:
+    """``reuse_wal`` leaves a log that later commits overwrite from its start: it does not grow."""
+    store = SqliteStore(tmp_path / "l.db", "FULL")
+    wal = tmp_path / "l.db-wal"
+    store.reuse_wal(1 << 20)
+    size = wal.stat().st_size
+    assert size > 1 << 20
+    runner = StepRunner(store)
+    for i in range(20):
+        result = runner.run(StepKey.derive("T", f"s{i}"), [LedgerCheck()], lambda: ActionResult(ok=True))
+        assert result.status == "created"
+    assert wal.stat().st_size == size
+    assert store.count() == 20 and "wal_fill" not in {
+        row[0] for row in store.db.execute("SELECT name FROM sqlite_master")
+    }
+    store.close()
+
+
 def _finite(value: object) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value >= 0
 
