@@ -179,7 +179,8 @@ def render_store(store: dict[str, Any]) -> list[str]:
         f"own, {store['rounds']} interleaved rounds of {store['reps']} steps: *fresh* = a new key (claim, "
         "action, done); *done* = a done key (one load; each draw a key the process has not looked up "
         "yet). Engines: gitledger with `durability: fsync` (the default) and `none`, bare SQLite WAL "
-        "(`synchronous=FULL` and `NORMAL`)"
+        "(`synchronous=FULL` and `NORMAL`; its log reused in place, as a long-running writer keeps it, "
+        "not growing)"
         + (f", and the previous engine (`{baseline}`)" if baseline else "")
         + ". Medians in ms.\n"
     )
