@@ -260,11 +260,8 @@ def writers(
                         raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
                     spans.append(json.loads(out))
                 wall = max(s[1] for s in spans) - min(s[0] for s in spans)
-                if engine.startswith("sqlite"):
-                    store = SqliteStore(path)
-                    count = store.count()
-                    store.close()
-                if keeper is not None:
+                if keeper is not None:  # SQLite: counted on the connection that kept the log
+                    count = keeper.count()
                     keeper.close()
                 else:  # counted by this checkout's reader (it reads the previous engine's ledgers too)
                     listed = subprocess.run(
