@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from gitledger.git.journal import DAMAGED_PREFIX, Journal, decode, encode
+import pytest
+
+from gitledger.git.journal import DAMAGED_PREFIX, ROTATED, Journal, StaleTailError, decode, encode
 
 
 def rec(key: str, n: int) -> bytes:
@@ -14,6 +17,21 @@ def rec(key: str, n: int) -> bytes:
 
 def write(j: Journal, data: bytes) -> None:
     j.sync(j.append(data))
+
+
+def lines_of(path: str) -> bytes:
+    """The journal's lines: what precedes the zeros written ahead of them."""
+    return Path(path).read_bytes().partition(b"\0")[0]
+
+
+def put(path: str, data: bytes, gap: int = 0) -> None:
+    """Write ``data`` ``gap`` bytes after the journal's lines, as a writer killed in its write (or
+    a power cut) leaves it."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, len(lines_of(path)) + gap)
+    finally:
+        os.close(fd)
 
 
 def test_encode_decode_and_checksum(tmp_path: Path) -> None:
@@ -50,15 +68,14 @@ def test_torn_tail_is_skipped_then_cut_off_under_the_lock(tmp_path: Path) -> Non
     j = Journal(path)
     write(j, rec("k1", 1))
     full = rec("k2", 2)
-    with open(path, "ab") as fh:
-        fh.write(full[:-7])  # a writer killed in the middle of its append
+    put(path, full[:-7])  # a writer killed in the middle of its write
     reader = Journal(path)
     reader.refresh()
     assert reader.key_names() == ["k1"] and reader.tail == full[:-7]
     notice = j.repair()
     assert notice is not None and "torn write" in notice
     assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n"
-    assert Path(path).read_bytes() == rec("k1", 1)
+    assert lines_of(path) == rec("k1", 1) and not Path(path).read_bytes()[len(rec("k1", 1)) :].strip(b"\0")
     write(j, rec("k3", 3))  # appends after the repair are whole lines again
     reader.refresh()
     assert reader.key_names() == ["k1", "k3"] and reader.damaged == [] and reader.tail == b""
@@ -69,11 +86,105 @@ def test_a_complete_line_with_a_bad_checksum_at_the_end_is_a_torn_tail(tmp_path:
     path = str(tmp_path / "journal")
     j = Journal(path)
     write(j, rec("k1", 1))
-    with open(path, "ab") as fh:
-        fh.write(b"\0" * 40 + b"\n")  # zeros after a power loss
+    bad = bytearray(rec("k2", 2))
+    bad[12:20] = b"\xff" * 8  # a block of an unsynced write that a power cut kept half of
+    put(path, bytes(bad))
     j.refresh()
     assert j.key_names() == ["k1"] and j.damaged == []
-    assert j.repair() is not None and os.path.getsize(path) == len(rec("k1", 1))
+    assert j.repair() is not None and lines_of(path) == rec("k1", 1)
+
+
+def test_leftovers_behind_zeros_are_never_joined_to_a_record(tmp_path: Path) -> None:
+    """A power cut can keep the blocks of a later unsynced record and lose an earlier one: zeros, then
+    a record. A reader stops at the zeros; a writer never writes next to the leftover (that would make
+    it readable), but has it moved aside under the lock first."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    later = rec("k9", 9)
+    put(path, later, gap=len(rec("k2", 2)))  # exactly the room for the next record
+    reader = Journal(path)
+    reader.refresh()
+    assert reader.key_names() == ["k1"] and reader.tail == b""
+    j.refresh()
+    with pytest.raises(StaleTailError):
+        j.append(rec("k2", 2))
+    assert lines_of(path) == rec("k1", 1)  # nothing written
+    notice = j.repair()
+    assert notice is not None and "power cut" in notice
+    assert Path(path + ".torn").read_bytes() == later
+    write(j, rec("k2", 2))
+    write(j, rec("k3", 3))
+    reader.refresh()
+    assert reader.key_names() == ["k1", "k2", "k3"] and lines_of(path) == rec("k1", 1) + rec("k2", 2) + rec(
+        "k3", 3
+    )
+
+
+def test_a_rotation_killed_after_its_mark_loses_nothing(tmp_path: Path) -> None:
+    """The mark that tells readers a journal is replaced, left by a fold killed before its rename: the
+    file is still the journal; its lines stay readable, the mark is removed without a notice."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    put(path, ROTATED + b"\n")
+    reader = Journal(path)
+    reader.refresh()
+    assert reader.key_names() == ["k1"] and reader.tail == ROTATED + b"\n"
+    assert j.repair() is None and not os.path.exists(path + ".torn")
+    write(j, rec("k2", 2))
+    reader.refresh()
+    assert reader.key_names() == ["k1", "k2"] and reader.tail == b""
+
+
+def test_a_reader_that_is_up_to_date_never_asks_for_the_files_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a file's times makes Linux stamp its next write finely, and that write's fdatasync then
+    commits the inode too: the refresh between two writes reads, nothing more."""
+    path = str(tmp_path / "journal")
+    j, reader = Journal(path), Journal(path)
+    write(j, rec("k1", 1))
+    reader.refresh()
+
+    write(j, rec("k2", 2))  # the writer's descriptors are open
+    j.refresh()
+    fds = {j._fd, j._wfd, reader._fd}
+    asked: list[object] = []
+    real_stat, real_fstat = os.stat, os.fstat
+
+    def stat(name: str, *args: Any, **kwargs: Any) -> os.stat_result:
+        if str(name) == path:
+            asked.append(name)
+        return real_stat(name, *args, **kwargs)
+
+    def fstat(fd: int) -> os.stat_result:
+        if fd in fds:
+            asked.append(fd)
+        return real_fstat(fd)
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "fstat", fstat)
+    for n in range(3, 6):
+        j.refresh()
+        write(j, rec(f"k{n}", n))
+        j.appended(rec(f"k{n}", n))
+        reader.refresh()
+    assert reader.key_names() == j.key_names() == ["k1", "k2", "k3", "k4", "k5"] and asked == []
+
+
+def test_a_journal_written_by_an_earlier_build_is_read_then_written_in_place(tmp_path: Path) -> None:
+    path = str(tmp_path / "journal")
+    Path(path).write_bytes(rec("k1", 1) + rec("k2", 2))  # appended, no zeros after
+    j = Journal(path)
+    j.refresh()
+    write(j, rec("k3", 3))
+    fresh = Journal(path)
+    fresh.refresh()
+    assert fresh.key_names() == ["k1", "k2", "k3"] and lines_of(path) == rec("k1", 1) + rec("k2", 2) + rec(
+        "k3", 3
+    )
+    assert os.path.getsize(path) > len(lines_of(path))  # zeros written ahead
 
 
 def test_damage_in_the_middle_is_shown_to_its_key(tmp_path: Path) -> None:
@@ -98,8 +209,7 @@ def test_a_torn_append_followed_by_another_writers_record_loses_neither_reading(
     write(j, rec("k1", 1))
     other.refresh()  # this writer looked before the fragment was written
     torn = rec("k2", 2)
-    with open(path, "ab") as fh:
-        fh.write(torn[:-7])  # killed in its append
+    put(path, torn[:-7])  # killed in its write
     write(other, rec("k3", 3))
     reader = Journal(path)
     reader.refresh()
@@ -111,8 +221,7 @@ def test_a_torn_append_followed_by_another_writers_record_loses_neither_reading(
     assert Path(path + ".torn").read_bytes() == torn[:-7] + b"\n"
     # a whole record without its newline is torn too (its append did not return)
     write(j, rec("k4", 4))
-    with open(path, "ab") as fh:
-        fh.write(rec("k5", 5)[:-1])
+    put(path, rec("k5", 5)[:-1])
     write(j, rec("k6", 6))
     reader.refresh()
     assert reader.key_names() == ["k4", "k6"] and reader.fragments == [rec("k5", 5)[:-1]]
@@ -144,4 +253,4 @@ def test_an_append_after_other_writers_appends_is_taken_in_at_its_place(tmp_path
     a.appended(record)  # not at a's last known end: read again
     fresh = Journal(path)
     fresh.refresh()
-    assert a.records == fresh.records and a.size == fresh.size == os.path.getsize(path)
+    assert a.records == fresh.records and a.size == fresh.size == len(lines_of(path))

@@ -19,6 +19,8 @@ Storage points (the git store's journal and fold; ``STORAGE_POINTS``):
 - ``fold-refs``: a fold moved both refs, the journal is not emptied yet
 - ``fold-rotate``: a fold wrote the journal's replacement (what was appended while it ran), not
   renamed yet
+- ``fold-marked``: a fold also wrote the line that tells readers the journal is replaced, not renamed
+  yet
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import signal
 
 POINTS = ("before-claim", "after-claim", "fork-window", "during-effect", "after-effect", "during-done")
-STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs", "fold-rotate")
+STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs", "fold-rotate", "fold-marked")
 
 
 def point(name: str) -> None:

@@ -1,20 +1,34 @@
-"""The write-ahead journal of the git store: one appended, checksummed line per event.
+"""The write-ahead journal of the git store: one checksummed line per event.
 
 A line is ``<crc32 8 hex> <key> <intent JSON>\\t<event JSON>\\n``; the checksum covers everything
 between the first space and the newline. JSON text never holds a raw tab or newline, so the fields
-split unambiguously. The file is ``<common git dir>/gitledger.journal``; it is appended under the
-ledger lock held *shared* (many writers at once, each holding its key's stripe lock), each record by
-one ``write()`` of the whole line to a descriptor opened ``O_APPEND`` (the kernel never interleaves
-two such writes), and replaced by an empty file (rename) under the ledger lock held exclusively once
-its lines are folded into the notes.
+split unambiguously. The file is ``<common git dir>/gitledger.journal``.
 
-Reading is incremental: a reader keeps the file open, parses only what was appended since it last
-looked, and starts over when the file was replaced (another inode) or shortened.
+**Written in place.** The lines are followed by zero bytes up to the end of the file: space written
+beforehand (:data:`RESERVE` bytes at a time), into which each record is written at the end of the
+lines (``pwrite``) rather than appended. Syncing a write that does not change the file's size needs
+no metadata commit: on ext4 an ``fdatasync`` of an overwrite costs about half one of an append
+(``benchmarks/bench_fdatasync.py``; docs/design.md, *Written in place*). Records are written under
+the ledger lock held *shared* (many writers at once, each holding its key's stripe lock); the offset
+is taken and the record written under an ``flock`` of the journal file itself, so two writers never
+take the same place. A reader stops at the first zero byte (JSON text never holds one). A writer
+checks that the bytes it writes over, and the byte after them, are zeros: after a power cut the
+blocks of a later, unsynced record may be on disk without those of an earlier one, and a record
+written next to such leftovers could make them readable again; it finds them, and
+:meth:`Journal.repair` moves them aside under the exclusive lock.
+A journal written by an earlier build (appended, no zeros) is read to its end and then written in
+place. Once its lines are folded into the notes, the file is replaced (rename) under the ledger lock
+held exclusively by one holding what was written after the fold read it, then zeros; before the
+rename, the line :data:`ROTATED` after the old file's last record tells the readers that keep it open.
+
+Reading is incremental: a reader keeps the file open, parses only what was written since it last
+looked, and starts over when it meets :data:`ROTATED` and the path names another file.
 
 - A **torn tail** (a last line without its newline, or final lines whose checksum fails: a writer died
-  in the middle of an append, before the append returned) is never read as an event. Lock-free readers
-  skip it (it may be an append in flight); under the lock :meth:`Journal.repair` moves it to
-  ``gitledger.journal.torn`` and cuts it off, and says so.
+  in the middle of a write, before it returned, or a power cut kept part of an unsynced one) is never
+  read as an event. Lock-free readers skip it (it may be a write in flight); under the lock
+  :meth:`Journal.repair` moves it, and anything else that is not zeros after the last good line, to
+  ``gitledger.journal.torn``, writes zeros over it, and says so.
 - A torn append followed by another writer's append makes one line ``<fragment><record>``: the
   record is the suffix of the line that passes its checksum (it starts with 8 hex digits and a
   space); the fragment, like a torn tail, was never confirmed to anyone and is never read as an event
@@ -25,6 +39,7 @@ looked, and starts over when the file was replaced (another inode) or shortened.
 """
 
 import contextlib
+import fcntl
 import os
 import re
 import zlib
@@ -35,6 +50,16 @@ from gitledger.core import crashpoints as faults
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _CRC = re.compile(rb"[0-9a-f]{8}")
+_NONZERO = re.compile(rb"[^\0]+")
+RESERVE = 256 * 1024  # zeros written ahead of the records at a time (a fold empties ~280 KiB of lines)
+_FIRST_READ = 8192  # what a refresh reads first (a reader that is up to date finds a zero in it)
+ROTATED = b"#rotated"  # written after the last record of a journal about to be replaced
+_MAX_REOPENS = 100  # rotations a lock-free reader follows in one refresh before it settles for a view
+
+
+class StaleTailError(Exception):
+    """Bytes other than zeros lie where the next record would go (leftovers of a power cut): the
+    journal needs :meth:`Journal.repair` under the exclusive lock before anyone writes to it."""
 
 
 class Record(NamedTuple):  # a NamedTuple: every other writer's line becomes one (a dataclass is slower)
@@ -85,6 +110,49 @@ def decode(raw: bytes) -> Record | None:
         return None
 
 
+def _data(fd: int, pos: int) -> bytes:
+    """The bytes of ``fd`` from ``pos`` up to the first zero byte or the end of the file. A first
+    small read, then larger ones: a reader that is up to date reads one block of zeros."""
+    chunks = []
+    want = _FIRST_READ
+    while True:
+        chunk = os.pread(fd, want, pos)
+        zero = chunk.find(0)
+        if zero != -1:
+            chunks.append(chunk[:zero])
+            break
+        chunks.append(chunk)
+        if len(chunk) < want:  # the end of the file (a journal of an earlier build has no zeros)
+            break
+        pos += len(chunk)
+        want = min(want * 8, 1 << 20)
+    return b"".join(chunks)
+
+
+def _open(path: str, flags: int) -> int:
+    """``os.open`` without access-time updates where the owner may ask for that (each read after a
+    write would otherwise dirty the inode)."""
+    try:
+        return os.open(path, flags | os.O_NOATIME)
+    except PermissionError:  # O_NOATIME: only the file's owner (or CAP_FOWNER)
+        return os.open(path, flags)
+
+
+def _write_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, at)
+        view, at = view[written:], at + written
+
+
+def _sync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Journal:
     """One journal file, read incrementally."""
 
@@ -129,41 +197,49 @@ class Journal:
         self._fd = self._ino = None
 
     def refresh(self) -> None:
-        """Read what was appended since the last look (from scratch if the file was replaced)."""
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            self._close_fd()
-            self._reset()
-            return
-        if st.st_ino != self._ino or st.st_size < self._good_end:
-            self._close_fd()
-            self._reset()
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
+        """Read what was written since the last look (from scratch if the file was replaced).
+
+        Nothing here asks the file for its status (``stat``): with a ``stat`` between two writes, the
+        next write's ``fdatasync`` commits the inode too (likely Linux's multigrain timestamps: a file
+        whose times were read gets a fine-grained time at its next write; measured 140 -> 231 us a
+        sync on ext4, docs/design.md). A rotation tells the readers that keep the old file open by a
+        line :data:`ROTATED` after its last record; only then is the path looked at again."""
+        for _ in range(_MAX_REOPENS):
+            if self._fd is None and not self._open():
                 return
-            st = os.fstat(self._fd)
-            self._ino = st.st_ino
+            if self._read():
+                return
+            self._close_fd()  # rotated: the path names the replacement
+            self._reset()
+
+    def _open(self) -> bool:
+        self._reset()
+        try:
+            self._fd = _open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        self._ino = os.fstat(self._fd).st_ino
+        return True
+
+    def _replaced(self) -> bool:
+        """Whether the path names another file than the one open (a rotation is complete)."""
+        try:
+            return os.stat(self.path).st_ino != self._ino
+        except FileNotFoundError:
+            return True
+
+    def _read(self) -> bool:
+        """Parse what follows the last good line; False when the file ends in :data:`ROTATED` and was
+        replaced."""
         assert self._fd is not None
         # what followed the last good line is read again: a torn tail may have been cut off (by
         # repair) and written over since
         self._pending.clear()
         self._partial = b""
         self._read_end = self._good_end
-        # up to the size seen now (what is appended meanwhile is read next time): no read when
-        # nothing was appended, one when something was (a read to the end costs one more)
-        chunks = []
-        pos = self._good_end
-        while pos < st.st_size:
-            chunk = os.pread(self._fd, st.st_size - pos, pos)
-            if not chunk:  # cut off meanwhile (repair)
-                break
-            chunks.append(chunk)
-            pos += len(chunk)
-        if not chunks:
-            return
-        data = b"".join(chunks)
+        data = _data(self._fd, self._good_end)
+        if not data:
+            return True
         end = data.rfind(b"\n") + 1
         self._partial = data[end:]
         offset = self._read_end
@@ -172,6 +248,12 @@ class Journal:
             offset += len(raw) + 1
             record = decode(raw)
             if record is None:
+                if raw == ROTATED:
+                    if self._replaced():
+                        return False
+                    # a rotation killed before its rename: what follows is a tail (repair removes it)
+                    self._partial = data[offset - len(raw) - 1 - self._read_end :]
+                    break
                 fragment, record = split_torn(raw)
                 if record is None:
                     pending.append(raw)
@@ -192,6 +274,7 @@ class Journal:
                 lines.append(record.line)
             self._good_end = offset
         self._read_end = offset
+        return True
 
     @staticmethod
     def _damaged_key(raw: bytes) -> str | None:
@@ -220,56 +303,102 @@ class Journal:
     # -- under the ledger lock -------------------------------------------------------------------
 
     def repair(self) -> str | None:
-        """Cut a torn tail off (kept in ``gitledger.journal.torn``); a notice saying so, or None.
+        """Move what follows the last good line and is not zeros (a torn tail, leftovers of a power
+        cut) to ``gitledger.journal.torn`` and write zeros over it; a notice saying so, or None.
 
-        Only under the ledger lock: without it the tail may be an append in flight.
+        Only under the ledger lock held exclusively: without it the tail may be a write in flight.
         """
         self.refresh()
-        tail = self.tail
-        if not tail:
+        rest, pieces = self._leftovers()
+        end = len(rest.rstrip(b"\0"))
+        if not end:
             return None
-        with open(self.torn_path, "ab") as fh:
-            fh.write(tail if tail.endswith(b"\n") else tail + b"\n")
+        if pieces:
+            with open(self.torn_path, "ab") as fh:
+                fh.write(b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces))
+                if self.durable:
+                    os.fsync(fh.fileno())
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            _write_all(fd, bytes(end), self._good_end)
             if self.durable:
-                os.fsync(fh.fileno())
-        os.truncate(self.path, self._good_end)
-        if self.durable:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                os.fdatasync(fd)
+        finally:
+            os.close(fd)
         self._read_end = self._good_end
         self._pending.clear()
         self._partial = b""
+        if not pieces:  # only the mark of a rotation killed before its rename: nothing was lost
+            return None
+        torn = sum(len(piece) for piece in pieces)
         return (
-            f"gitledger: the ledger journal ended in a torn write ({len(tail)} bytes, from a process killed "
-            f"while it wrote; that event was never confirmed to anyone); kept in {self.torn_path}"
+            f"gitledger: the ledger journal ended in a torn write ({torn} bytes, from a process killed "
+            f"while it wrote, or a power cut; that event was never confirmed to anyone); kept in "
+            f"{self.torn_path}"
         )
 
-    def append(self, record: bytes) -> int:
-        """Append one encoded record; return the descriptor to :meth:`sync` once the lock is released.
+    def _leftovers(self) -> tuple[bytes, list[bytes]]:
+        """(what follows the last good line, its runs of bytes other than zeros but the mark of a
+        rotation killed before its rename)."""
+        if self._fd is None:
+            return b"", []
+        size = os.fstat(self._fd).st_size
+        rest = os.pread(self._fd, size - self._good_end, self._good_end) if size > self._good_end else b""
+        pieces = [run.removeprefix(ROTATED + b"\n") for run in _NONZERO.findall(rest)]
+        return rest, [piece for piece in pieces if piece]
 
-        The caller holds the ledger lock while appending and may release it before syncing: concurrent
-        writers' syncs then overlap (group commit), and nobody acts on an event before its own append
+    def append(self, record: bytes) -> int:
+        """Write one encoded record after the last one; return the descriptor to :meth:`sync` once the
+        lock is released. Raises :class:`StaleTailError` (nothing written) when the place is not clean.
+
+        The caller holds the ledger lock while writing and may release it before syncing: concurrent
+        writers' syncs then overlap (group commit), and nobody acts on an event before its own write
         returned, i.e. before it is durable.
         """
         fd = self._append_fd()
-        if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
-            os.write(fd, record[: len(record) // 2])
-            faults.point("journal-torn")
-        # one write of the whole line: appenders run concurrently, so the rest of a short write could
-        # land after another writer's line; a short write is a torn append (never confirmed), and the
-        # next writer's record is still found behind it (split_torn)
-        written = os.write(fd, record)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # one writer takes a place and writes at a time
+        try:
+            at = self._place(fd, len(record))
+            if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
+                os.pwrite(fd, record[: len(record) // 2], at)
+                faults.point("journal-torn")
+            # one write of the whole line; a short write is a torn one (never confirmed), and the next
+            # writer's record is still found behind it (split_torn)
+            written = os.pwrite(fd, record, at)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
         if written != len(record):
             raise OSError(f"{self.path}: short write ({written} of {len(record)} bytes): disk full?")
-        self._appended_end = os.lseek(fd, 0, os.SEEK_CUR)
+        self._appended_end = at + len(record)
         return fd
 
+    def _place(self, fd: int, length: int) -> int:
+        """Where the next record of ``length`` bytes goes: the first zero byte after the last good line
+        this process read (others may have written since), once that byte, the ``length`` after it
+        and one more are checked to be zeros; the file is extended by zeros when it is too short."""
+        need = length + 1  # the record and a zero after it: it is never joined to leftovers
+        pos = self._good_end
+        while True:
+            chunk = os.pread(fd, _FIRST_READ + need, pos)
+            zero = chunk.find(0)
+            if zero != -1:
+                at, after = pos + zero, chunk[zero : zero + need]
+                break
+            if len(chunk) < _FIRST_READ + need:  # the end of the file (an earlier build's journal)
+                at, after = pos + len(chunk), b""
+                break
+            pos += len(chunk)
+        if len(after) < need:
+            after += os.pread(fd, need - len(after), at + len(after))
+        if after.count(0) != len(after):
+            raise StaleTailError(f"{self.path}: bytes other than zeros after the last record")
+        if len(after) < need:  # the end of the file: add zeros (synced with the record's own sync)
+            _write_all(fd, bytes(RESERVE + need - len(after)), at + len(after))
+        return at
+
     def appended(self, record: bytes) -> None:
-        """Take in a record this process just appended (as :meth:`refresh` would read it, without
-        reading it back when nobody else appended since this process last looked)."""
+        """Take in a record this process just wrote (as :meth:`refresh` would read it, without
+        reading it back when nobody else wrote since this process last looked)."""
         if self._ino is None or self.tail or self._appended_end != self._good_end + len(record):
             self.refresh()
             return
@@ -284,13 +413,18 @@ class Journal:
         self._read_end = self._good_end
 
     def _append_fd(self) -> int:
-        """A descriptor appending to the file at ``path`` now (kept open while it stays that file)."""
+        """A descriptor writing to the file at ``path`` now (kept open while it stays that file)."""
         # under the lock, refresh() has just looked at the file: _ino is the inode at the path now
         same_file = self._ino is not None and self._ino == self._wino
         if self._wfd is not None and self._wpid == os.getpid() and same_file:
             return self._wfd
         self._close_wfd()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = _open(self.path, os.O_RDWR)
+        except FileNotFoundError:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if self.durable:  # the new file's name is durable before any record in it is
+                _sync_dir(self.path)
         self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, os.getpid()
         return fd
 
@@ -319,10 +453,9 @@ class Journal:
         if fd is not None and self._good_end > end:
             keep = os.pread(fd, self._good_end - end, end)
         torn = [f for f, at in zip(self.fragments, self._fragment_ends, strict=True) if at <= end]
-        tail = self.tail
+        pieces = torn + [piece.rstrip(b"\n") for piece in self._leftovers()[1]]
         notice = None
-        if torn or tail:
-            pieces = [*torn, tail.rstrip(b"\n")] if tail else torn
+        if pieces:
             with open(self.torn_path, "ab") as fh:
                 fh.write(b"".join(piece + b"\n" for piece in pieces))
                 if self.durable:
@@ -335,21 +468,22 @@ class Journal:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            view = memoryview(keep)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, keep + bytes(RESERVE), 0)  # the lines written since, then room for more
             if self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
         faults.point("fold-rotate")
+        if self._fd is not None:  # readers that keep this file open learn that it is replaced
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                _write_all(fd, ROTATED + b"\n", self._good_end)
+            finally:
+                os.close(fd)
+        faults.point("fold-marked")
         os.replace(tmp, self.path)
         if self.durable:
-            dfd = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            _sync_dir(self.path)
         self._close_fd()
         self._reset()
         return notice

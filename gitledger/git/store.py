@@ -45,7 +45,7 @@ from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObje
 from gitledger.core.events import BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
-from gitledger.git.journal import Journal
+from gitledger.git.journal import Journal, StaleTailError
 from gitledger.git.journal import encode as encode_record
 from gitledger.git.objects import (
     DamagedObjectFileError,
@@ -363,7 +363,7 @@ class GitStore:
             self._durable_set = True
         journal = self.journal
         intent_oid = self.intent_oid(intent)
-        while True:
+        for _ in range(MAX_TRIES):
             # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
             # decision on this key and the append are atomic; other keys' writers go on meanwhile
             with self.repo.append_lock(intent.key):
@@ -375,20 +375,29 @@ class GitStore:
                         return None
                     if event.get("state") == "done":
                         faults.point("during-done")
-                    fd = journal.append(record)
                     try:
-                        journal.appended(record)
-                        before = (body, damaged)
-                        version = self._next_version(intent.key, intent_oid, notes_tree, before, line)
-                        fold_due = journal.count() >= self.fold_events or journal.size >= self.fold_bytes
-                    except BaseException:
-                        journal.sync(fd)
-                        raise
-                    break
-            # what follows the last good line is an append in flight or a writer killed in its append:
-            # under the exclusive lock nobody is appending, so it is cut off if it is still there
+                        fd = journal.append(record)
+                    except StaleTailError:  # leftovers of a power cut where the record would go
+                        pass
+                    else:
+                        try:
+                            journal.appended(record)
+                            before = (body, damaged)
+                            version = self._next_version(intent.key, intent_oid, notes_tree, before, line)
+                            fold_due = journal.count() >= self.fold_events or journal.size >= self.fold_bytes
+                        except BaseException:
+                            journal.sync(fd)
+                            raise
+                        break
+            # what follows the last good line is a write in flight, a writer killed in its write, or
+            # what a power cut left: under the exclusive lock nobody is writing, so it is moved aside
             with self.repo.lock(fold=False):
                 self._notice(journal.repair())
+        else:
+            raise CorruptLedgerError(
+                f"the ledger journal {journal.path} still ends in a torn write after {MAX_TRIES} repairs: "
+                "something keeps writing to it; stop it, then run 'gitledger flush'"
+            )
         # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
         # before this returns, i.e. before anyone acts on it
         journal.sync(fd)

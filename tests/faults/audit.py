@@ -220,6 +220,7 @@ def _audit_journal(repo: Path, result: Audit) -> None:
         data = (common / "gitledger.journal").read_bytes()
     except FileNotFoundError:
         return
+    data = data.partition(b"\0")[0]  # the lines; zeros written ahead of them follow
     in_notes = {json.dumps(e, sort_keys=True) for e in result.events}
     for line in data.split(b"\n"):
         raw = _intact_record(line)
