@@ -5,21 +5,22 @@ between the first space and the newline. JSON text never holds a raw tab or newl
 split unambiguously. The file is ``<common git dir>/gitledger.journal``.
 
 **Written in place.** The lines are followed by zero bytes up to the end of the file: space written
-beforehand (:data:`RESERVE` bytes at a time), into which each record is written at the end of the
-lines (``pwrite``) rather than appended. Syncing a write that does not change the file's size needs
-no metadata commit: on ext4 an ``fdatasync`` of an overwrite costs about half one of an append
-(``benchmarks/bench_fdatasync.py``; docs/design.md, *Written in place*). Records are written under
-the ledger lock held *shared* (many writers at once, each holding its key's stripe lock); the offset
-is taken and the record written under an ``flock`` of the journal file itself, so two writers never
-take the same place. A reader stops at the first zero byte (JSON text never holds one). A writer
-checks that the bytes it writes over, and the byte after them, are zeros: after a power cut the
-blocks of a later, unsynced record may be on disk without those of an earlier one, and a record
-written next to such leftovers could make them readable again; it finds them, and
-:meth:`Journal.repair` moves them aside under the exclusive lock.
+beforehand (:data:`RESERVE` bytes at a time, by the writer that finds too little), into which each
+record is written at the end of the lines (``pwrite``) rather than appended. Syncing a write that
+does not change the file's size needs no metadata commit: on ext4 an ``fdatasync`` of an overwrite
+costs about half one of an append (``benchmarks/bench_fdatasync.py``; docs/design.md, *Written in
+place*). Records are written under the ledger lock held *shared* (many writers at once, each holding
+its key's stripe lock); the offset is taken and the record written under an ``flock`` of the journal
+file itself, so two writers never take the same place. A reader stops at the first zero byte (JSON
+text never holds one). A writer checks that the bytes it writes over, and the byte after them, are
+zeros: after a power cut the blocks of a later, unsynced record may be on disk without those of an
+earlier one, and a record written next to such leftovers could make them readable again; it finds
+them, and :meth:`Journal.repair` moves them aside under the exclusive lock.
 A journal written by an earlier build (appended, no zeros) is read to its end and then written in
 place. Once its lines are folded into the notes, the file is replaced (rename) under the ledger lock
-held exclusively by one holding what was written after the fold read it, then zeros; before the
-rename, the line :data:`ROTATED` after the old file's last record tells the readers that keep it open.
+held exclusively by one holding what was written after the fold read it (the next writer adds zeros,
+so a flushed journal is an empty file); before the rename, the line :data:`ROTATED` after the old
+file's last record tells the readers that keep it open.
 
 Reading is incremental: a reader keeps the file open, parses only what was written since it last
 looked, and starts over when it meets :data:`ROTATED` and the path names another file.
@@ -468,7 +469,8 @@ class Journal:
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            _write_all(fd, keep + bytes(RESERVE), 0)  # the lines written since, then room for more
+            # the lines written since; the next writer adds zeros (a flushed journal stays empty)
+            _write_all(fd, keep, 0)
             if self.durable:
                 os.fsync(fd)
         finally:
