@@ -5,8 +5,8 @@
 Each of ``n`` processes writes ``--syncs`` records of 625 bytes (a fresh step's journal line) to one
 file and calls ``fdatasync`` after each, in three ways, interleaved round by round in a rotating order:
 
-- **append**: the journal as it is, ``O_APPEND`` writes: the file grows, so every sync also commits
-  the file's new size (metadata) through the filesystem's journal;
+- **append**: ``O_APPEND`` writes (the journal before it was written in place): the file grows, so
+  every sync also commits the file's new size (metadata) through the filesystem's journal;
 - **fallocated**: ``posix_fallocate`` first, then records written in place: the blocks are reserved
   but unwritten, so the first write to each still changes metadata (the extent becomes written);
 - **written**: the file is filled with zeros and synced first, then records are written in place: a
