@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from gitledger.git import journal as journal_module
 from gitledger.git.journal import DAMAGED_PREFIX, ROTATED, Journal, StaleTailError, decode, encode
 
 
@@ -143,6 +144,7 @@ def test_a_reader_that_is_up_to_date_never_asks_for_the_files_status(
 ) -> None:
     """Reading a file's times makes Linux stamp its next write finely, and that write's fdatasync then
     commits the inode too: the refresh between two writes reads, nothing more."""
+    monkeypatch.setattr(journal_module, "PATH_CHECK_SECONDS", 3600.0)
     path = str(tmp_path / "journal")
     j, reader = Journal(path), Journal(path)
     write(j, rec("k1", 1))
@@ -255,3 +257,28 @@ def test_an_append_after_other_writers_appends_is_taken_in_at_its_place(tmp_path
     fresh = Journal(path)
     fresh.refresh()
     assert a.records == fresh.records and a.size == fresh.size == len(lines_of(path))
+
+
+def test_a_journal_replaced_by_hand_is_noticed_within_the_check_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a ROTATED line (the file deleted or replaced by hand, not by a fold), readers and writers
+    that keep the old file open look at the path again every PATH_CHECK_SECONDS."""
+    monkeypatch.setattr(journal_module, "PATH_CHECK_SECONDS", 0.0)
+    path = str(tmp_path / "journal")
+    j, reader = Journal(path), Journal(path)
+    write(j, rec("k1", 1))
+    reader.refresh()
+    assert reader.key_names() == ["k1"]
+    Path(path + ".new").write_bytes(rec("k9", 9))
+    os.replace(path + ".new", path)
+    reader.refresh()
+    assert reader.key_names() == ["k9"]
+    j.refresh()
+    write(j, rec("k2", 2))  # into the file at the path, not the replaced one
+    fresh = Journal(path)
+    fresh.refresh()
+    assert fresh.key_names() == ["k2", "k9"]
+    os.unlink(path)
+    reader.refresh()
+    assert reader.key_names() == []

@@ -43,6 +43,7 @@ import contextlib
 import fcntl
 import os
 import re
+import time
 import zlib
 from typing import NamedTuple
 
@@ -56,6 +57,7 @@ RESERVE = 256 * 1024  # zeros written ahead of the records at a time (a fold emp
 _FIRST_READ = 8192  # what a refresh reads first (a reader that is up to date finds a zero in it)
 ROTATED = b"#rotated"  # written after the last record of a journal about to be replaced
 _MAX_REOPENS = 100  # rotations a lock-free reader follows in one refresh before it settles for a view
+PATH_CHECK_SECONDS = 1.0  # how often a refresh looks at the path without a ROTATED line (one stat)
 
 
 class StaleTailError(Exception):
@@ -166,6 +168,7 @@ class Journal:
         self._wfd: int | None = None  # the append descriptor, kept while the file is the same
         self._wino: int | None = None
         self._wpid = os.getpid()
+        self._check_at = 0.0  # when refresh looks at the path again without a ROTATED line
         self._appended_end = -1  # where the last append of this process ended
         self._reset()
 
@@ -204,7 +207,12 @@ class Journal:
         next write's ``fdatasync`` commits the inode too (likely Linux's multigrain timestamps: a file
         whose times were read gets a fine-grained time at its next write; measured 140 -> 231 us a
         sync on ext4, docs/design.md). A rotation tells the readers that keep the old file open by a
-        line :data:`ROTATED` after its last record; only then is the path looked at again."""
+        line :data:`ROTATED` after its last record; then the path is looked at again, and at most
+        every :data:`PATH_CHECK_SECONDS` otherwise (a journal deleted or replaced by hand, not by a
+        fold, is noticed within that time)."""
+        if self._fd is not None and time.monotonic() >= self._check_at and self._replaced():
+            self._close_fd()
+            self._reset()
         for _ in range(_MAX_REOPENS):
             if self._fd is None and not self._open():
                 return
@@ -219,11 +227,13 @@ class Journal:
             self._fd = _open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return False
+        self._check_at = time.monotonic() + PATH_CHECK_SECONDS
         self._ino = os.fstat(self._fd).st_ino
         return True
 
     def _replaced(self) -> bool:
         """Whether the path names another file than the one open (a rotation is complete)."""
+        self._check_at = time.monotonic() + PATH_CHECK_SECONDS
         try:
             return os.stat(self.path).st_ino != self._ino
         except FileNotFoundError:
