@@ -113,23 +113,23 @@ def decode(raw: bytes) -> Record | None:
         return None
 
 
-def _data(fd: int, pos: int) -> bytes:
-    """The bytes of ``fd`` from ``pos`` up to the first zero byte or the end of the file. A first
-    small read, then larger ones: a reader that is up to date reads one block of zeros."""
+def _data(fd: int, pos: int, first: int = _FIRST_READ) -> tuple[bytes, bytes]:
+    """(the bytes of ``fd`` from ``pos`` up to the first zero byte or the end of the file, what the last
+    read held from that zero byte on). A first read of ``first`` bytes, then larger ones: a reader that
+    is up to date reads one block of zeros."""
     chunks = []
-    want = _FIRST_READ
+    want = first
     while True:
         chunk = os.pread(fd, want, pos)
         zero = chunk.find(0)
         if zero != -1:
             chunks.append(chunk[:zero])
-            break
+            return b"".join(chunks), chunk[zero:]
         chunks.append(chunk)
         if len(chunk) < want:  # the end of the file (a journal of an earlier build has no zeros)
-            break
+            return b"".join(chunks), b""
         pos += len(chunk)
         want = min(want * 8, 1 << 20)
-    return b"".join(chunks)
 
 
 def _open(path: str, flags: int) -> int:
@@ -146,6 +146,17 @@ def _write_all(fd: int, data: bytes, at: int) -> None:
     while view:
         written = os.pwrite(fd, view, at)
         view, at = view[written:], at + written
+
+
+def _write_at(path: str, data: bytes, at: int, *, sync: bool) -> None:
+    """Write ``data`` at offset ``at`` of the file ``path`` (then ``fdatasync`` it when ``sync``)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        _write_all(fd, data, at)
+        if sync:
+            os.fdatasync(fd)
+    finally:
+        os.close(fd)
 
 
 def _sync_dir(path: str) -> None:
@@ -248,7 +259,7 @@ class Journal:
         self._pending.clear()
         self._partial = b""
         self._read_end = self._good_end
-        data = _data(self._fd, self._good_end)
+        data = _data(self._fd, self._good_end)[0]
         if not data:
             return True
         end = data.rfind(b"\n") + 1
@@ -329,13 +340,7 @@ class Journal:
                 fh.write(b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces))
                 if self.durable:
                     os.fsync(fh.fileno())
-        fd = os.open(self.path, os.O_WRONLY)
-        try:
-            _write_all(fd, bytes(end), self._good_end)
-            if self.durable:
-                os.fdatasync(fd)
-        finally:
-            os.close(fd)
+        _write_at(self.path, bytes(end), self._good_end, sync=self.durable)
         self._read_end = self._good_end
         self._pending.clear()
         self._partial = b""
@@ -388,17 +393,9 @@ class Journal:
         this process read (others may have written since), once that byte, the ``length`` after it
         and one more are checked to be zeros; the file is extended by zeros when it is too short."""
         need = length + 1  # the record and a zero after it: it is never joined to leftovers
-        pos = self._good_end
-        while True:
-            chunk = os.pread(fd, _FIRST_READ + need, pos)
-            zero = chunk.find(0)
-            if zero != -1:
-                at, after = pos + zero, chunk[zero : zero + need]
-                break
-            if len(chunk) < _FIRST_READ + need:  # the end of the file (an earlier build's journal)
-                at, after = pos + len(chunk), b""
-                break
-            pos += len(chunk)
+        data, after = _data(fd, self._good_end, _FIRST_READ + need)
+        at = self._good_end + len(data)
+        after = after[:need]
         if len(after) < need:
             after += os.pread(fd, need - len(after), at + len(after))
         if after.count(0) != len(after):
@@ -487,11 +484,7 @@ class Journal:
             os.close(fd)
         faults.point("fold-rotate")
         if self._fd is not None:  # readers that keep this file open learn that it is replaced
-            fd = os.open(self.path, os.O_WRONLY)
-            try:
-                _write_all(fd, ROTATED + b"\n", self._good_end)
-            finally:
-                os.close(fd)
+            _write_at(self.path, ROTATED + b"\n", self._good_end, sync=False)
         faults.point("fold-marked")
         os.replace(tmp, self.path)
         if self.durable:
