@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import peers  # noqa: E402
 from benchmarks.ab import export  # noqa: E402
 from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
 from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
@@ -150,7 +151,9 @@ def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000 if samples else float("nan")
 
 
-def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: Path | None) -> dict[str, Any]:
+def in_process(
+    work: Path, sizes: list[int], rounds: int, reps: int, baseline: Path | None, with_peers: bool = True
+) -> dict[str, Any]:
     engines = [e for e in STORE_ENGINES if e != "previous" or baseline is not None]
     ledgers: dict[tuple[str, int], Path] = {}
     for size in sizes:
@@ -165,52 +168,80 @@ def in_process(work: Path, sizes: list[int], rounds: int, reps: int, baseline: P
                 path = init_repo(work / f"{engine}-{size}")
                 build_git(path, steps)
             ledgers[(engine, size)] = path
+    # the peers that are installed, in the same rotation (their ledgers are built in each child)
+    extra = [(peer, peers.PEER_SIZE) for peer in (peers.available() if with_peers else [])]
     samples: dict[str, dict[str, list[float]]] = {}
     for rnd in range(rounds):
-        order = [(e, s) for e in engines for s in sizes]
+        order = [(e, s) for e in engines for s in sizes] + extra
         shift = rnd % len(order)
         for engine, size in order[shift:] + order[:shift]:
-            tree = str(baseline if engine == "previous" else ROOT)
-            env = bench_env({"PYTHONPATH": tree})
-            # -S for the previous engine: no site-packages, so an editable install of this checkout
-            # cannot mix its modules in (the store needs the standard library only)
-            flags = ["-S"] if engine == "previous" else []
-            child = subprocess.run(
-                [
-                    PY,
-                    *flags,
-                    "-c",
-                    CHILD,
-                    engine,
-                    str(ledgers[(engine, size)]),
-                    str(size),
-                    str(reps),
-                    f"r{rnd}",
-                    tree,
-                ],
-                env=env,
-                cwd=work,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if child.returncode != 0:
-                raise RuntimeError(f"{engine} at {size} failed: {child.stderr[-2000:]}")
-            got = json.loads(child.stdout)
+            if engine in peers.PEERS:
+                got = peer_in_process(work, engine, reps, f"r{rnd}")
+            else:
+                got = store_in_process(work, engine, ledgers[(engine, size)], size, reps, f"r{rnd}", baseline)
             slot = samples.setdefault(f"{engine}@{size}", {"fresh": [], "done": []})
             slot["fresh"] += got["fresh"]
             slot["done"] += got["done"]
     return {name: {k: median_ms(v) for k, v in s.items()} for name, s in samples.items()}
 
 
+def store_in_process(
+    work: Path, engine: str, ledger: Path, size: int, reps: int, tag: str, baseline: Path | None
+) -> dict[str, list[float]]:
+    """One child's fresh and done samples (s) of a ``Store`` engine on a ledger of ``size`` entries."""
+    tree = str(baseline if engine == "previous" else ROOT)
+    env = bench_env({"PYTHONPATH": tree})
+    # -S for the previous engine: no site-packages, so an editable install of this checkout
+    # cannot mix its modules in (the store needs the standard library only)
+    flags = ["-S"] if engine == "previous" else []
+    child = subprocess.run(
+        [PY, *flags, "-c", CHILD, engine, str(ledger), str(size), str(reps), tag, tree],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise RuntimeError(f"{engine} at {size} failed: {child.stderr[-2000:]}")
+    got: dict[str, list[float]] = json.loads(child.stdout)
+    return got
+
+
+def peer_in_process(work: Path, engine: str, reps: int, tag: str) -> dict[str, list[float]]:
+    """One child's fresh and done samples (s) of a peer (``benchmarks/peers.py``) on a new store of
+    :data:`peers.PEER_SIZE` entries."""
+    with peers.peer_store(work / f"{engine}-{tag}", engine) as where:
+        child = subprocess.run(
+            [PY, "-c", peers.CHILD, engine, where, str(peers.PEER_SIZE), str(reps), tag],
+            env=bench_env({"PYTHONPATH": str(ROOT)}),
+            cwd=work,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if child.returncode != 0:
+        raise RuntimeError(f"{engine} failed: {child.stderr[-2000:]}")
+    got: dict[str, list[float]] = json.loads(child.stdout.strip().splitlines()[-1])
+    return got
+
+
 def writers(
-    work: Path, counts: list[int], per_writer: int, rounds: int = 1, baseline: Path | None = None
+    work: Path,
+    counts: list[int],
+    per_writer: int,
+    rounds: int = 1,
+    baseline: Path | None = None,
+    with_peers: bool = True,
 ) -> dict[str, Any]:
     """steps/s of ``n`` concurrent writer processes per engine, interleaved: round by round, for each
-    writer count, every engine in a rotating order (the previous engine too, with ``--baseline``)."""
+    writer count, every engine in a rotating order (the previous engine too, with ``--baseline``, and
+    the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``)."""
     engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"]
     if baseline is not None:  # an engine before the durability setting is measured once, as it is
         engines += ["previous-fsync", "previous-none"] if has_durability(baseline) else ["previous"]
+    if with_peers:
+        engines += [peer for peer in peers.available() if peer in peers.WRITER_PEERS]
     rates: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
     runs = 0
@@ -219,59 +250,12 @@ def writers(
             shift = (rnd + n) % len(engines)
             for engine in engines[shift:] + engines[:shift]:
                 runs += 1
-                keeper = None
-                if engine.startswith("sqlite"):
-                    path = work / f"w-{engine}-{n}-{runs}.db"
-                    # a connection open through the run keeps the log the writers reuse in place
-                    keeper = SqliteStore(path)
-                    keeper.reuse_wal()
+                if engine in peers.PEERS:
+                    with peers.peer_store(work / f"w-{engine}-{n}-{runs}", engine) as where:
+                        wall = _run_writers(work, peers.WRITER, engine, where, n, per_writer, ROOT, [])
+                        count = peers.key_count(int(where))
                 else:
-                    path = init_repo(work / f"w-{engine}-{n}-{runs}")
-                tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
-                flags = ["-S"] if engine.startswith("previous") else []
-                start_at = time.time() + 1.0 + 0.2 * n
-                env = bench_env({"PYTHONPATH": str(tree)})
-                procs = [
-                    subprocess.Popen(
-                        [
-                            PY,
-                            *flags,
-                            "-c",
-                            WRITER,
-                            engine,
-                            str(path),
-                            str(w),
-                            str(per_writer),
-                            str(start_at),
-                            str(tree),
-                        ],
-                        env=env,
-                        cwd=work,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                    )
-                    for w in range(n)
-                ]
-                spans = []
-                for proc in procs:
-                    out, err = proc.communicate()
-                    if proc.returncode != 0:
-                        raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
-                    spans.append(json.loads(out))
-                wall = max(s[1] for s in spans) - min(s[0] for s in spans)
-                if keeper is not None:  # SQLite: counted on the connection that kept the log
-                    count = keeper.count()
-                    keeper.close()
-                else:  # counted by this checkout's reader (it reads the previous engine's ledgers too)
-                    listed = subprocess.run(
-                        [PY, "-m", "gitledger", "list", "--json"],
-                        cwd=path,
-                        env=bench_env({"PYTHONPATH": str(ROOT)}),
-                        capture_output=True,
-                        check=True,
-                    )
-                    count = len(json.loads(listed.stdout))
+                    wall, count = _store_writers(work, engine, n, per_writer, runs, baseline)
                 name = f"{engine}@{n}"
                 rates.setdefault(name, []).append(n * per_writer / wall)
                 lost[name] = lost.get(name, 0) + n * per_writer - count
@@ -279,6 +263,63 @@ def writers(
         name: {"steps_per_s": statistics.median(rate), "runs": rate, "lost": lost[name]}
         for name, rate in sorted(rates.items())
     }
+
+
+def _store_writers(
+    work: Path, engine: str, n: int, per_writer: int, runs: int, baseline: Path | None
+) -> tuple[float, int]:
+    """(wall time, entries counted afterwards) of ``n`` writers of a ``Store`` engine."""
+    keeper = None
+    if engine.startswith("sqlite"):
+        path = work / f"w-{engine}-{n}-{runs}.db"
+        # a connection open through the run keeps the log the writers reuse in place
+        keeper = SqliteStore(path)
+        keeper.reuse_wal()
+    else:
+        path = init_repo(work / f"w-{engine}-{n}-{runs}")
+    tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
+    flags = ["-S"] if engine.startswith("previous") else []
+    wall = _run_writers(work, WRITER, engine, str(path), n, per_writer, tree, flags)
+    if keeper is not None:  # SQLite: counted on the connection that kept the log
+        count = keeper.count()
+        keeper.close()
+        return wall, count
+    # counted by this checkout's reader (it reads the previous engine's ledgers too)
+    listed = subprocess.run(
+        [PY, "-m", "gitledger", "list", "--json"],
+        cwd=path,
+        env=bench_env({"PYTHONPATH": str(ROOT)}),
+        capture_output=True,
+        check=True,
+    )
+    return wall, len(json.loads(listed.stdout))
+
+
+def _run_writers(
+    work: Path, script: str, engine: str, where: str, n: int, per_writer: int, tree: Path, flags: list[str]
+) -> float:
+    """Start ``n`` writer processes of ``script`` together; the wall time from the first one's start
+    to the last one's end."""
+    start_at = time.time() + 1.0 + 0.2 * n
+    env = bench_env({"PYTHONPATH": str(tree)})
+    procs = [
+        subprocess.Popen(
+            [PY, *flags, "-c", script, engine, where, str(w), str(per_writer), str(start_at), str(tree)],
+            env=env,
+            cwd=work,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(n)
+    ]
+    spans = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
+        spans.append(json.loads(out.strip().splitlines()[-1]))
+    return float(max(s[1] for s in spans) - min(s[0] for s in spans))
 
 
 def has_durability(tree: Path) -> bool:
@@ -358,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--growth", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="10 000 entries, 3 rounds, fewer steps")
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="leave out the peers even if installed (benchmarks/peers.py)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.large, args.rounds, args.reps, args.per_writer, args.growth = 10_000, 3, 80, 150, 500
@@ -375,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
             writer_rounds=args.writer_rounds,
             growth_steps=args.growth,
             parts=args.only.split(",") if args.only else PARTS,
+            with_peers=not args.no_peers,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -398,17 +443,19 @@ def run(
     writer_rounds: int = 1,
     growth_steps: int = 2000,
     parts: list[str] | tuple[str, ...] = PARTS,
+    with_peers: bool = True,
 ) -> dict[str, Any]:
     """Every part in ``work``: the figures ``print_report`` prints and ``benchmarks/report.py`` renders.
-    ``baseline``: a revision of the previous engine ('' for none)."""
+    ``baseline``: a revision of the previous engine ('' for none); ``with_peers``: the installed peers
+    too (``benchmarks/peers.py``)."""
     work.mkdir(parents=True, exist_ok=True)
     tree = export(baseline, work / "previous") if baseline else None
     sizes = [100, large]
     report: dict[str, Any] = {"baseline": baseline, "sizes": sizes, "rounds": rounds, "reps": reps}
     if "in_process" in parts:
-        report["in_process"] = in_process(work, sizes, rounds, reps, tree)
+        report["in_process"] = in_process(work, sizes, rounds, reps, tree, with_peers)
     if "writers" in parts:
-        report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree)
+        report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree, with_peers)
         report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
     if "growth" in parts:
         report["growth"] = growth(work, growth_steps)
@@ -417,6 +464,10 @@ def run(
                 report["growth_previous"] = growth(work, growth_steps, tree, "-previous")
             except subprocess.CalledProcessError:  # an engine without the layers or a flush
                 print("(the previous engine's growth was not measured)", file=sys.stderr)
+        found = peers.available() if with_peers else []
+        if found:
+            env = bench_env({"PYTHONPATH": str(ROOT)})
+            report["growth_peers"] = {peer: peers.growth(work, peer, growth_steps, PY, env) for peer in found}
     return report
 
 
@@ -436,6 +487,13 @@ def print_report(report: dict[str, Any], large: int) -> None:
                 f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
                 f"{gr['loose_objects_per_step']:.2f} loose objects per step"
             )
+    for peer, gr in report.get("growth_peers", {}).items():
+        written = gr["bytes_per_entry_written"]
+        print(
+            f"growth of {peer} over {gr['entries']} entries: "
+            + ("nothing written per step" if written is None else f"{written:.0f} B/entry written")
+            + f", {gr['bytes_per_entry_compacted']:.0f} B/entry compacted"
+        )
     print("targets (as in REPORT.md):")
     for row in store_targets(report):
         print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['measured']}")
@@ -443,12 +501,13 @@ def print_report(report: dict[str, Any], large: int) -> None:
 
 def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) -> None:
     print(f"in process, medians in ms ({report['rounds']} interleaved rounds x {report['reps']} steps)")
-    print(f"{'engine':<18} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
-    for engine in STORE_ENGINES:
+    print(f"{'engine':<20} {'fresh@100':>10} {f'fresh@{large}':>13} {'done@100':>10} {f'done@{large}':>12}")
+    for engine in (*STORE_ENGINES, *peers.PEERS):
         if f"{engine}@100" not in inp:
             continue
-        a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
-        print(f"{engine:<18} {a['fresh']:>10.3f} {b['fresh']:>13.3f} {a['done']:>10.3f} {b['done']:>12.3f}")
+        a, b = inp[f"{engine}@100"], inp.get(f"{engine}@{large}", {})
+        cells = [f"{b[what]:.3f}" if what in b else "-" for what in ("fresh", "done")]
+        print(f"{engine:<20} {a['fresh']:>10.3f} {cells[0]:>13} {a['done']:>10.3f} {cells[1]:>12}")
     if f"previous@{large}" in inp:
         for what in ("fresh", "done"):
             value = inp[f"gitledger-fsync@{large}"][what] / inp[f"previous@{large}"][what]

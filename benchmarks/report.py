@@ -96,6 +96,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 # the engines of bench_store's in-process part, in the order of its rows (the previous engine runs only
 # with a baseline)
 STORE_ENGINES = ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous")
+# the peers (benchmarks/peers.py), when they were installed: ledgers of 100 entries only
+PEER_ENGINES = ("dbos-sqlite", "powertools-redis", "powertools-redis-aof")
 
 
 def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
@@ -184,16 +186,24 @@ def render_store(store: dict[str, Any]) -> list[str]:
         + (f", and the previous engine (`{baseline}`)" if baseline else "")
         + ". Medians in ms.\n"
     )
-    inp = store.get("in_process")
+    inp = store.get("in_process") or {}
+    if any(f"{peer}@100" in inp for peer in PEER_ENGINES):
+        add(
+            "The peers (`benchmarks/peers.py`, run because they were installed) use their own protocol, "
+            "as their users do, on stores of 100 entries: `dbos-sqlite` = a DBOS workflow under a "
+            "workflow id on its SQLite database (WAL, every commit synced); `powertools-redis` = "
+            "Powertools' `idempotent_function` on Redis with its defaults (nothing synced per write); "
+            "`powertools-redis-aof` = the same with `appendfsync always`.\n"
+        )
     if inp:
         add(f"| engine | fresh @100 | fresh @{large:,} | done @100 | done @{large:,} |")
         add("|---|---:|---:|---:|---:|")
-        for engine in STORE_ENGINES:
+        for engine in (*STORE_ENGINES, *PEER_ENGINES):
             if f"{engine}@100" in inp:
-                a, b = inp[f"{engine}@100"], inp[f"{engine}@{large}"]
+                a, b = inp[f"{engine}@100"], inp.get(f"{engine}@{large}")
                 add(
-                    f"| {engine} | {_f(a['fresh'], 3)} | {_f(b['fresh'], 3)} | {_f(a['done'], 3)} | "
-                    f"{_f(b['done'], 3)} |"
+                    f"| {engine} | {_f(a['fresh'], 3)} | {_f(b['fresh'], 3) if b else '-'} | "
+                    f"{_f(a['done'], 3)} | {_f(b['done'], 3) if b else '-'} |"
                 )
         add("")
     writers = store.get("writers")
@@ -226,6 +236,14 @@ def render_store(store: dict[str, Any]) -> list[str]:
                 f"{growth['bytes_per_entry_after_gc']:.0f} B after `git gc`, "
                 f"{growth['loose_objects_per_step']:.2f} loose object files per step.\n"
             )
+    for peer, growth in (store.get("growth_peers") or {}).items():
+        written = growth["bytes_per_entry_written"]
+        add(
+            f"Growth, {peer}: {growth['entries']:,} fresh steps into an empty store: "
+            + ("nothing written per step" if written is None else f"{written:.0f} B per entry as written")
+            + f", {growth['bytes_per_entry_compacted']:.0f} B compacted (SQLite checkpointed and vacuumed; "
+            "Redis's append-only file rewritten, or its snapshot).\n"
+        )
     return out
 
 

@@ -120,6 +120,16 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
     assert store["growth"]["entries"] == 5 and _finite(store["growth"]["bytes_per_entry_after_gc"])
+    from benchmarks import peers
+
+    for peer in peers.available():  # the optional peers, where they are installed
+        cell = store["in_process"][f"{peer}@{peers.PEER_SIZE}"]
+        assert _finite(cell["fresh"]) and _finite(cell["done"])
+        if peer in peers.WRITER_PEERS:
+            assert [store["writers"][f"{peer}@{n}"]["lost"] for n in (1, 2)] == [0, 0]
+        grown = store["growth_peers"][peer]
+        assert grown["entries"] == 5 and _finite(grown["bytes_per_entry_compacted"])
+        assert f"| {peer} |" in report
     assert "## 6. Storage engine" in report
     issue14 = [t for t in data["targets"] if t["target"].endswith("(issue 14)")]
     assert len(issue14) == 12, [t["target"] for t in issue14]
