@@ -497,3 +497,82 @@ def test_folds_ask_git_to_consolidate_their_packs(repo: Path, auto: str) -> None
         reader = GitStore(r, "none")
         assert all(reader.load(intent).folded.state == "done" for intent in intents)
     git("fsck", "--no-dangling", cwd=repo)
+
+
+def test_a_fold_that_fails_after_an_append_does_not_fail_the_append(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The fold an append starts once the journal is full is housekeeping: the event is recorded and
+    synced before it. When the fold fails (here the intents ref was made to point at a blob), the
+    append still returns its version, says what failed, and the event is in the ledger."""
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r, fold_events=2)
+        first = StepKey.derive("T-1", "first")
+        assert store.append(Intent.of(first), {"state": "attempting", "key": first.key}, None) is not None
+        store.flush()
+        blob = git("hash-object", "-w", "--stdin", cwd=repo, input="not a commit\n").strip()
+        git("update-ref", INTENTS_REF, blob, cwd=repo)
+        intent = Intent.of(STEP)
+        v1 = store.append(intent, {"state": "attempting", "key": STEP.key}, None)
+        v2 = store.append(intent, {"state": "done", "key": STEP.key, "outcome": "created"}, v1)  # fold due
+        assert v1 is not None and v2 is not None
+        assert "the event was recorded, but folding the ledger journal failed" in capsys.readouterr().err
+        entry = store.load(intent)
+        assert entry.version == v2 and entry.folded.state == "done"
+
+
+def test_the_version_an_append_returns_is_the_one_a_load_reports_beside_a_damaged_line(repo: Path):
+    """A key whose journal holds a damaged line (followed by good lines: damage, not a torn write):
+    the version an append returns is the one a load then reports, so a compare-and-swap against it
+    succeeds."""
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        intent = Intent.of(STEP)
+        v1 = store.append(intent, {"state": "attempting", "key": STEP.key}, None)
+        other = StepKey.derive("T-1", "other")
+        assert store.append(Intent.of(other), {"state": "attempting", "key": other.key}, None) is not None
+        path = r.common_dir / "gitledger.journal"
+        data = bytearray(path.read_bytes())
+        data[data.index(b'"attempting"')] ^= 0x01  # the first line: STEP's claim
+        path.write_bytes(bytes(data))
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        before = store.load(intent)
+        assert before.bad_lines and before.version != v1
+        v2 = store.append(intent, {"state": "info", "key": STEP.key, "note": "x"}, before.version)
+        assert v2 is not None and store.load(intent).version == v2
+        assert store.append(intent, {"state": "info", "key": STEP.key, "note": "y"}, v2) is not None
+
+
+def test_an_alarm_that_rings_just_as_the_lock_is_taken_does_not_escape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A blocking wait for a lock is ended by a one-shot SIGALRM at its deadline. An alarm that rings
+    just after the lock was taken (here: while the timer is being disarmed) must not raise out of the
+    wait: the lock is held, and the wait says so."""
+    import fcntl
+    import os
+    import signal
+
+    from gitledger.git import repo as repo_module
+
+    path = tmp_path / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    other = os.open(path, os.O_RDWR)
+    real = signal.setitimer
+
+    def setitimer(which: int, seconds: float, interval: float = 0.0) -> tuple[float, float]:
+        if seconds == 0:  # being disarmed: the alarm rings now
+            handler = signal.getsignal(signal.SIGALRM)
+            assert callable(handler)
+            handler(signal.SIGALRM, None)
+        return real(which, seconds, interval)
+
+    monkeypatch.setattr(signal, "setitimer", setitimer)
+    try:
+        assert repo_module.wait_for_flock(fd, 5.0) is True
+        with pytest.raises(BlockingIOError):  # this descriptor holds it
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(fd)
+        os.close(other)

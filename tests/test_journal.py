@@ -282,3 +282,118 @@ def test_a_journal_replaced_by_hand_is_noticed_within_the_check_interval(
     os.unlink(path)
     reader.refresh()
     assert reader.key_names() == []
+
+
+def test_a_read_that_straddles_a_repair_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers take no lock. One reads the first 8 KiB of a journal that ends in a torn write (a writer
+    killed in it); before its next read, the torn write is repaired (zeros, under the exclusive lock)
+    and two records are written in its place. The bytes it holds are half the torn write and half a
+    record: it reads them again, sees they changed, and ends with both records and no damage. Without
+    that, the record would be missing from its view, and a fold of that view would drop it."""
+    path = str(tmp_path / "journal")
+    writer = Journal(path, durable=False)
+    n = 0
+    while writer.size < journal_module._FIRST_READ - 400:
+        record = encode(f"k{n}", b"{}", b'{"state":"attempting","pad":"%s"}' % (b"x" * 100))
+        write(writer, record)
+        writer.appended(record)
+        n += 1
+    torn = encode("victim", b"{}", b'{"pad":"%s"}' % (b"y" * 900))[:700]  # crosses the first 8 KiB
+    put(path, torn)
+    real_pread = os.pread
+    reads = []
+
+    def pread(fd: int, size: int, at: int) -> bytes:
+        data = real_pread(fd, size, at)
+        reads.append(at)
+        if len(reads) == 1:  # between the reader's first and second read: a repair and two appends
+            monkeypatch.setattr(os, "pread", real_pread)
+            repairer = Journal(path, durable=False)
+            assert repairer.repair() is not None
+            for key in ("a", "b"):
+                repairer.refresh()
+                write(repairer, encode(key, b"{}", b'{"state":"attempting","pad":"%s"}' % (b"z" * 600)))
+            monkeypatch.setattr(os, "pread", pread)
+        return data
+
+    reader = Journal(path, durable=False)
+    monkeypatch.setattr(os, "pread", pread)
+    reader.refresh()
+    monkeypatch.setattr(os, "pread", real_pread)
+    assert len(reads) > 2  # it did read the changed bytes again
+    assert "a" in reader.key_names() and "b" in reader.key_names()
+    assert reader.damaged == [] and reader.fragments == [] and reader.tail == b""
+    assert reader.count() == n + 2
+    truth = Journal(path, durable=False)
+    truth.refresh()
+    assert truth.key_names() == reader.key_names() and truth.size == reader.size
+
+
+def test_damaged_lines_stay_in_their_place_among_their_keys_lines(tmp_path: Path) -> None:
+    """A damaged line is returned where it was written, so the merged note (and its version) is the
+    same before and after a fold, and a line appended after it goes after it."""
+    path = str(tmp_path / "journal")
+    bad = bytearray(rec("k1", 2))
+    bad[-5] ^= 0x20
+    Path(path).write_bytes(rec("k1", 1) + bytes(bad) + rec("k1", 3) + rec("k2", 4))
+    j = Journal(path)
+    j.refresh()
+    lines = j.lines("k1")
+    assert len(lines) == 3 and lines[1].startswith(DAMAGED_PREFIX)
+    assert [decode(rec("k1", i)[:-1]).line for i in (1, 3)] == [lines[0], lines[2]]  # type: ignore[union-attr]
+
+
+def test_damaged_lines_that_name_no_key_are_kept_when_the_journal_is_replaced(tmp_path: Path) -> None:
+    """No note takes a damaged line whose key field is unreadable: the rotation keeps it aside, says so."""
+    path = str(tmp_path / "journal")
+    Path(path).write_bytes(rec("k1", 1) + b"garbage !not-a-key!\n" + rec("k3", 3))
+    j = Journal(path)
+    j.refresh()
+    assert j.damaged == [(None, b"garbage !not-a-key!")]
+    notice = j.rotate()
+    assert notice is not None and "1 damaged line(s) naming no readable key" in notice
+    assert Path(path + ".torn").read_bytes() == b"garbage !not-a-key!\n"
+
+
+def test_a_writer_stopped_inside_the_journal_lock_is_waited_for_at_most_the_lock_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The journal's own lock is held for two system calls; a process stopped in them (Ctrl-Z) holds
+    it. An appender waits at most ``GITLEDGER_LOCK_TIMEOUT``, then fails saying why, having written
+    nothing; once the lock is free, it appends."""
+    import subprocess
+    import sys
+    import time
+
+    from gitledger.core.errors import GitError
+
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)\n",
+            path,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.5")
+        j.refresh()
+        started = time.monotonic()
+        with pytest.raises(GitError, match=r"locked for 0\.5 s by a process stopped in its write"):
+            j.append(rec("k2", 2))
+        assert 0.4 < time.monotonic() - started < 10
+        assert lines_of(path) == rec("k1", 1)
+    finally:
+        holder.kill()
+        holder.wait()
+    write(j, rec("k2", 2))
+    assert lines_of(path) == rec("k1", 1) + rec("k2", 2)

@@ -35,8 +35,13 @@ looked, and starts over when it meets :data:`ROTATED` and the path names another
   space); the fragment, like a torn tail, was never confirmed to anyone and is never read as an event
   (the fold that empties the journal keeps it in ``gitledger.journal.torn`` and says so).
 - A damaged line *followed by good lines* that holds no intact record cannot come from a crash; it is
-  kept and shown to its key (when the key field is readable) as an unreadable line, which makes that
-  entry corrupt until ``resolve`` — the same rule as a damaged note line.
+  kept and shown to its key, in its place among the key's lines (when the key field is readable), as
+  an unreadable line, which makes that entry corrupt until ``resolve`` — the same rule as a damaged
+  note line. One naming no readable key is kept in ``gitledger.journal.torn`` when the file is replaced.
+- Bytes a reader has read change under it in one case: a repair wrote zeros over a torn write, and
+  records were then written in its place. A read that straddles the two holds half of each, which
+  parses as damage or a fragment; so before a line is kept as either, its bytes are read again, and
+  when they changed the reader parses again from its last good line.
 """
 
 import contextlib
@@ -48,6 +53,8 @@ import zlib
 from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
+from gitledger.core.errors import GitError
+from gitledger.git.repo import lock_timeout, wait_for_flock
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
@@ -58,6 +65,7 @@ _FIRST_READ = 8192  # what a refresh reads first (a reader that is up to date fi
 ROTATED = b"#rotated"  # written after the last record of a journal about to be replaced
 _MAX_REOPENS = 100  # rotations a lock-free reader follows in one refresh before it settles for a view
 PATH_CHECK_SECONDS = 1.0  # how often a refresh looks at the path without a ROTATED line (one stat)
+_MAX_REREADS = 100  # parses a refresh starts over when bytes it read changed under it (a repair)
 
 
 class StaleTailError(Exception):
@@ -188,6 +196,8 @@ class Journal:
         self.by_key: dict[str, list[bytes]] = {}
         self.intents: dict[str, bytes] = {}
         self.damaged: list[tuple[str | None, bytes]] = []  # (key if readable, raw line) mid-file
+        # of each damaged line: (how many good lines of its key precede it, the offset after it)
+        self._damaged_at: list[tuple[int, int]] = []
         self.fragments: list[bytes] = []  # torn appends of killed writers, before another's record
         self._fragment_ends: list[int] = []  # the offset after the line of each fragment
         self._good_end = 0  # offset just past the last good line
@@ -252,40 +262,66 @@ class Journal:
 
     def _read(self) -> bool:
         """Parse what follows the last good line; False when the file ends in :data:`ROTATED` and was
-        replaced."""
+        replaced.
+
+        Bytes a reader has read may change under it in one case: a repair (under the exclusive lock)
+        writes zeros over a torn write, and the next records are written in its place. A read that
+        straddles the two holds half of each, which parses as damage (or a fragment). So before a line
+        is kept as damage, its bytes are read again; when they changed, the parse starts over from the
+        last good line (a line followed by a good one is never repaired, so the second read holds)."""
+        for _ in range(_MAX_REREADS):
+            done = self._parse()
+            if done is not None:
+                return done
+        return True  # the lines in question stay a tail: never read as events, read again next time
+
+    def _parse(self) -> bool | None:
+        """:meth:`_read` once; None when bytes it was about to keep as damage changed under it."""
         assert self._fd is not None
         # what followed the last good line is read again: a torn tail may have been cut off (by
         # repair) and written over since
         self._pending.clear()
         self._partial = b""
-        self._read_end = self._good_end
-        data = _data(self._fd, self._good_end)[0]
+        base = self._read_end = self._good_end
+        data = _data(self._fd, base)[0]
         if not data:
             return True
         end = data.rfind(b"\n") + 1
         self._partial = data[end:]
-        offset = self._read_end
+        offset = base
+        unsure = base  # where the lines not yet taken in (pending) start
         records, by_key, intents, pending = self.records, self.by_key, self.intents, self._pending
         for raw in data[:end].split(b"\n")[:-1]:  # every other writer's line passes here: kept tight
+            start = offset
             offset += len(raw) + 1
             record = decode(raw)
+            fragment = b""
             if record is None:
                 if raw == ROTATED:
                     if self._replaced():
                         return False
                     # a rotation killed before its rename: what follows is a tail (repair removes it)
-                    self._partial = data[offset - len(raw) - 1 - self._read_end :]
+                    self._partial = data[start - base :]
                     break
                 fragment, record = split_torn(raw)
                 if record is None:
+                    if not pending:
+                        unsure = start
                     pending.append(raw)
                     continue
+            if pending or fragment:  # damage or a torn append before a good record, once read again
+                first = unsure if pending else start
+                if os.pread(self._fd, offset - first, first) != data[first - base : offset - base]:
+                    pending.clear()
+                    self._partial = data[first - base :]
+                    self._read_end = first
+                    return None
+                if pending:  # damage followed by a good line: not a torn append
+                    self._keep_damaged(pending, start)
+                    pending.clear()
                 if fragment:
                     self.fragments.append(fragment)
                     self._fragment_ends.append(offset)
-            if pending:  # damage followed by a good line: not a torn append
-                self.damaged.extend((self._damaged_key(bad), bad) for bad in pending)
-                pending.clear()
             records.append(record)
             key = record.key
             lines = by_key.get(key)
@@ -298,6 +334,13 @@ class Journal:
         self._read_end = offset
         return True
 
+    def _keep_damaged(self, lines: list[bytes], end: int) -> None:
+        """Take in damaged lines (followed by a good one) that end at offset ``end``."""
+        for raw in lines:
+            key = self._damaged_key(raw)
+            self.damaged.append((key, raw))
+            self._damaged_at.append((len(self.by_key.get(key, ())) if key is not None else 0, end))
+
     @staticmethod
     def _damaged_key(raw: bytes) -> str | None:
         parts = raw.split(b" ", 2)
@@ -306,12 +349,14 @@ class Journal:
         return None
 
     def lines(self, key: str) -> list[bytes]:
-        """The event lines of ``key`` in order; damaged lines of it are returned in a form that never
-        parses as an event."""
+        """The event lines of ``key`` in the journal's order; its damaged lines are returned, in their
+        place, in a form that never parses as an event."""
         found = list(self.by_key.get(key, ()))
-        for bad_key, raw in self.damaged:
+        placed = 0
+        for (bad_key, raw), (index, _) in zip(self.damaged, self._damaged_at, strict=True):
             if bad_key == key:
-                found.append(DAMAGED_PREFIX + raw.replace(b"\t", b" "))
+                found.insert(index + placed, DAMAGED_PREFIX + raw.replace(b"\t", b" "))
+                placed += 1
         return found
 
     def key_names(self) -> list[str]:
@@ -372,7 +417,7 @@ class Journal:
         returned, i.e. before it is durable.
         """
         fd = self._append_fd()
-        fcntl.flock(fd, fcntl.LOCK_EX)  # one writer takes a place and writes at a time
+        self._lock_place(fd)  # one writer takes a place and writes at a time
         try:
             at = self._place(fd, len(record))
             if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
@@ -387,6 +432,20 @@ class Journal:
             raise OSError(f"{self.path}: short write ({written} of {len(record)} bytes): disk full?")
         self._appended_end = at + len(record)
         return fd
+
+    def _lock_place(self, fd: int) -> None:
+        """Take the journal's ``flock``: held for two system calls, so a wait longer than the lock
+        timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            timeout = lock_timeout(None)
+            if not wait_for_flock(fd, timeout):
+                raise GitError(
+                    f"the ledger journal {self.path} has been locked for {timeout:g} s by a process stopped "
+                    "in its write (Ctrl-Z, SIGSTOP); resume or end it, then try again "
+                    "(GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                ) from None
 
     def _place(self, fd: int, length: int) -> int:
         """Where the next record of ``length`` bytes goes: the first zero byte after the last good line
@@ -461,17 +520,26 @@ class Journal:
         if fd is not None and self._good_end > end:
             keep = os.pread(fd, self._good_end - end, end)
         torn = [f for f, at in zip(self.fragments, self._fragment_ends, strict=True) if at <= end]
-        pieces = torn + [piece.rstrip(b"\n") for piece in self._leftovers()[1]]
+        torn += [piece.rstrip(b"\n") for piece in self._leftovers()[1]]
+        # damaged lines that name no key were folded into no note: they are kept here
+        nameless = [
+            raw
+            for (key, raw), (_, at) in zip(self.damaged, self._damaged_at, strict=True)
+            if key is None and at <= end
+        ]
         notice = None
-        if pieces:
+        if torn or nameless:
             with open(self.torn_path, "ab") as fh:
-                fh.write(b"".join(piece + b"\n" for piece in pieces))
+                fh.write(b"".join(piece + b"\n" for piece in torn + nameless))
                 if self.durable:
                     os.fsync(fh.fileno())
-            notice = (
-                f"gitledger: the ledger journal held {len(pieces)} torn write(s) (from processes killed "
-                f"while they wrote; never confirmed to anyone); kept in {self.torn_path}"
-            )
+            held = []
+            if torn:
+                killed = "from processes killed while they wrote; never confirmed to anyone"
+                held.append(f"{len(torn)} torn write(s) ({killed})")
+            if nameless:
+                held.append(f"{len(nameless)} damaged line(s) naming no readable key")
+            notice = f"gitledger: the ledger journal held {' and '.join(held)}; kept in {self.torn_path}"
         self._remove_leftovers()
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -406,7 +406,7 @@ class GitRepo:
         at a time), unless ``fold=False`` (a folder that holds it already takes the ledger lock to
         empty the journal).
         """
-        timeout = _lock_timeout(timeout)
+        timeout = lock_timeout(timeout)
         if name == LEDGER_LOCK and not shared and fold:
             with self.lock(FOLD_LOCK, timeout), self.lock(name, timeout, fold=False):
                 yield
@@ -500,7 +500,7 @@ class GitRepo:
         try:
             fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
-            if not _wait_for_flock(fd, timeout, mode):
+            if not wait_for_flock(fd, timeout, mode):
                 holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
                 raise GitError(
                     f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
@@ -586,7 +586,7 @@ class _AppendLock:
         self._held: list[tuple[int, threading.Lock]] = []
 
     def __enter__(self) -> None:
-        timeout = _lock_timeout(None)
+        timeout = lock_timeout(None)
         ledger = self._repo._acquire(LEDGER_LOCK, timeout, True)
         try:
             stripe = self._repo._acquire(_stripe(self._key), timeout, False)
@@ -613,7 +613,7 @@ def _stamp(fd: int) -> None:
         os.pwrite(fd, stamp, 0)
 
 
-def _lock_timeout(timeout: float | None) -> float:
+def lock_timeout(timeout: float | None) -> float:
     if timeout is not None:
         return timeout
     try:
@@ -622,7 +622,7 @@ def _lock_timeout(timeout: float | None) -> float:
         return LOCK_TIMEOUT
 
 
-def _wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
+def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     """Block on the lock for at most ``timeout`` seconds; False when the time ran out.
 
     In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
@@ -635,19 +635,23 @@ def _wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     if mode is None:
         mode = fcntl.LOCK_EX
     if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
+        waiting = [True]
 
         def expire(signum: int, frame: object) -> None:
-            raise _LockTimeout
+            if waiting[0]:  # an alarm that rings once the wait is over must not raise where it lands
+                raise _LockTimeout
 
         previous = signal.signal(signal.SIGALRM, expire)
         try:
             signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
                 fcntl.flock(fd, mode)
+                waiting[0] = False
                 return True
             except _LockTimeout:
-                pass
+                waiting[0] = False
             finally:
+                waiting[0] = False
                 signal.setitimer(signal.ITIMER_REAL, 0)
             try:  # the alarm may have rung just after flock returned: then this descriptor holds it
                 fcntl.flock(fd, mode | fcntl.LOCK_NB)

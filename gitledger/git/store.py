@@ -106,7 +106,8 @@ class GitStore:
 
     ``durability``: ``"fsync"`` (default) makes every append durable before it returns; ``"none"``
     leaves it to the operating system (a killed process loses nothing, a power cut may), unless git's
-    own ``core.fsync`` asks for references to be synced.
+    own ``core.fsync`` asks for references to be synced. Every process writing one ledger should use
+    the same setting: a fold by a ``"none"`` process does not sync what it moves (docs/design.md).
     """
 
     def __init__(
@@ -402,7 +403,13 @@ class GitStore:
         # before this returns, i.e. before anyone acts on it
         journal.sync(fd)
         if fold_due:
-            self._fold_due()
+            try:
+                self._fold_due()
+            except Exception as exc:  # the event is recorded and synced: the caller must get its version
+                self._notice(
+                    f"gitledger: the event was recorded, but folding the ledger journal failed ({exc}); the "
+                    "next write or 'gitledger flush' folds it again"
+                )
         return version
 
     def _next_version(
