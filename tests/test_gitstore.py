@@ -576,3 +576,34 @@ def test_an_alarm_that_rings_just_as_the_lock_is_taken_does_not_escape(
     finally:
         os.close(fd)
         os.close(other)
+
+
+def test_damaged_lines_of_a_key_without_an_intent_are_set_aside_once(
+    repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """A damaged journal line naming a key that has no intent anywhere folds into no note: the fold
+    keeps it in ``gitledger.journal.torn`` and says so, once, even when the fold has to try again
+    (here its first compare-and-swap of the refs loses)."""
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        intent = Intent.of(STEP)
+        assert store.append(intent, {"state": "attempting", "key": STEP.key}, None) is not None
+        path = r.common_dir / "gitledger.journal"
+        lines = path.read_bytes().partition(b"\0")[0]
+        damaged = b"00000000 T-9.nobody {}\t{}"
+        path.write_bytes(damaged + b"\n" + lines)  # damage followed by a good line
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        real = store.move_refs
+        calls = []
+
+        def move_refs(*args: object, **kwargs: object) -> bool:
+            calls.append(1)
+            return False if len(calls) == 1 else real(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(store, "move_refs", move_refs)
+        assert store.flush() == 1 and len(calls) == 2
+        kept = (r.common_dir / "gitledger.journal.torn").read_bytes()
+        assert kept == b"#damaged-journal-line " + damaged.replace(b"\t", b" ") + b"\n"
+        assert capsys.readouterr().err.count("a key without an intent") == 1
+        assert store.load(intent).folded.state == "attempting"

@@ -482,6 +482,7 @@ class GitStore:
         end = journal.size  # the journal is not read again before the rotation: a consistent prefix
         if not keys:
             return 0
+        aside: set[str] = set()  # keys whose lines were set aside (once, whatever the tries)
         for _ in range(MAX_TRIES):
             notes, intents = self.tip(NOTES_REF), self.tip(INTENTS_REF)
             note_changes: dict[tuple[str, ...], str] = {}
@@ -491,7 +492,9 @@ class GitStore:
                 raw = journal.intents.get(key)
                 intent = parse_intent(raw) if raw is not None else self._tree_intent(intents.tree, key)
                 if intent is None:  # only damaged lines, of a key nobody recorded: keep them aside
-                    self._set_aside(key)
+                    if key not in aside:
+                        self._set_aside(key)
+                        aside.add(key)
                     continue
                 intent_oid = self.intent_oid(intent)
                 found = self.trees.find(notes.tree, intent_oid)
