@@ -194,34 +194,23 @@ def store_in_process(
     # -S for the previous engine: no site-packages, so an editable install of this checkout
     # cannot mix its modules in (the store needs the standard library only)
     flags = ["-S"] if engine == "previous" else []
-    child = subprocess.run(
-        [PY, *flags, "-c", CHILD, engine, str(ledger), str(size), str(reps), tag, tree],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if child.returncode != 0:
-        raise RuntimeError(f"{engine} at {size} failed: {child.stderr[-2000:]}")
-    got: dict[str, list[float]] = json.loads(child.stdout)
-    return got
+    argv = [PY, *flags, "-c", CHILD, engine, str(ledger), str(size), str(reps), tag, tree]
+    return _samples(argv, env, work, f"{engine} at {size}")
 
 
 def peer_in_process(work: Path, engine: str, reps: int, tag: str) -> dict[str, list[float]]:
     """One child's fresh and done samples (s) of a peer (``benchmarks/peers.py``) on a new store of
     :data:`peers.PEER_SIZE` entries."""
     with peers.peer_store(work / f"{engine}-{tag}", engine) as where:
-        child = subprocess.run(
-            [PY, "-c", peers.CHILD, engine, where, str(peers.PEER_SIZE), str(reps), tag],
-            env=bench_env({"PYTHONPATH": str(ROOT)}),
-            cwd=work,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        argv = [PY, "-c", peers.CHILD, engine, where, str(peers.PEER_SIZE), str(reps), tag]
+        return _samples(argv, bench_env({"PYTHONPATH": str(ROOT)}), work, engine)
+
+
+def _samples(argv: list[str], env: dict[str, str], work: Path, what: str) -> dict[str, list[float]]:
+    """Run one measuring child; the fresh and done samples (s) on the last line of its output."""
+    child = subprocess.run(argv, env=env, cwd=work, capture_output=True, text=True, check=False)
     if child.returncode != 0:
-        raise RuntimeError(f"{engine} failed: {child.stderr[-2000:]}")
+        raise RuntimeError(f"{what} failed: {child.stderr[-2000:]}")
     got: dict[str, list[float]] = json.loads(child.stdout.strip().splitlines()[-1])
     return got
 
