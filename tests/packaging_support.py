@@ -60,6 +60,7 @@ def ok(proc: subprocess.CompletedProcess[str]) -> str:
 class Dists:
     sdist: Path
     wheel: Path  # built from the sdist, not from the checkout
+    log: str  # what the build printed
 
 
 def checkout_copy() -> Path:
@@ -89,10 +90,11 @@ def dists() -> Dists:
     that sdist."""
     out = Path(tempfile.mkdtemp(prefix="gitledger-dists-"))
     source = checkout_copy()
-    ok(run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=BUILD_TIMEOUT))
+    proc = run([sys.executable, "-m", "build", "--outdir", str(out), str(source)], timeout=BUILD_TIMEOUT)
+    ok(proc)
     [sdist] = out.glob("*.tar.gz")
     [wheel] = out.glob("*.whl")
-    return Dists(sdist, wheel)
+    return Dists(sdist, wheel, proc.stdout + proc.stderr)
 
 
 def make_venv(path: Path) -> Path:

@@ -55,6 +55,8 @@ def test_wheel_metadata() -> None:
     assert meta.get_all("License-File") == ["LICENSE"]
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert {"gitledger/__init__.py", "gitledger/py.typed", "gitledger/_hookscripts/pre-push"} <= set(names)
+    assert "gitledger/mcp/profiles/github.yaml" in names  # the packaged MCP proxy profile
+    assert "Package would be ignored" not in dists().log  # every folder with files is a listed package
     assert not any(n.startswith("tests/") for n in names)  # tests ship in the sdist, not in the wheel
     assert "gitledger = gitledger.cli:main" in entry_points
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL", []))
