@@ -52,6 +52,7 @@ from gitledger.core.keys import Names
 FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # escaped in error messages, which are one line
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,8 @@ class _Reader:
 
     def fail(self, node: Any, message: str) -> ConfigError:
         line = node.start_mark.line + 1 if node is not None else 1
+        # one line, whatever the names in the file hold (a key may be a newline): escaped as in Python
+        message = _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
         return ConfigError(f"{self.path} line {line}: {message}")
 
     def mapping(self, node: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
