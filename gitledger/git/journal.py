@@ -54,7 +54,7 @@ from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
-from gitledger.git.repo import lock_timeout, wait_for_flock
+from gitledger.git.repo import lock_timeout, take_flock
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
@@ -381,10 +381,7 @@ class Journal:
         if not end:
             return None
         if pieces:
-            with open(self.torn_path, "ab") as fh:
-                fh.write(b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces))
-                if self.durable:
-                    os.fsync(fh.fileno())
+            self.keep_aside(pieces)
         _write_at(self.path, bytes(end), self._good_end, sync=self.durable)
         self._read_end = self._good_end
         self._pending.clear()
@@ -397,6 +394,14 @@ class Journal:
             f"while it wrote, or a power cut; that event was never confirmed to anyone); kept in "
             f"{self.torn_path}"
         )
+
+    def keep_aside(self, pieces: list[bytes]) -> None:
+        """Append ``pieces`` (torn writes, damaged lines), each ending in a newline, to
+        ``gitledger.journal.torn``, synced with the journal's durability: the journal drops them next."""
+        with open(self.torn_path, "ab") as fh:
+            fh.write(b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces))
+            if self.durable:
+                os.fsync(fh.fileno())
 
     def _leftovers(self) -> tuple[bytes, list[bytes]]:
         """(what follows the last good line, its runs of bytes other than zeros but the mark of a
@@ -436,16 +441,12 @@ class Journal:
     def _lock_place(self, fd: int) -> None:
         """Take the journal's ``flock``: held for two system calls, so a wait longer than the lock
         timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            timeout = lock_timeout(None)
-            if not wait_for_flock(fd, timeout):
-                raise GitError(
-                    f"the ledger journal {self.path} has been locked for {timeout:g} s by a process stopped "
-                    "in its write (Ctrl-Z, SIGSTOP); resume or end it, then try again "
-                    "(GITLEDGER_LOCK_TIMEOUT sets the wait)"
-                ) from None
+        if not take_flock(fd, fcntl.LOCK_EX):
+            raise GitError(
+                f"the ledger journal {self.path} has been locked for {lock_timeout(None):g} s by a process "
+                "stopped in its write (Ctrl-Z, SIGSTOP); resume or end it, then try again "
+                "(GITLEDGER_LOCK_TIMEOUT sets the wait)"
+            )
 
     def _place(self, fd: int, length: int) -> int:
         """Where the next record of ``length`` bytes goes: the first zero byte after the last good line
@@ -529,10 +530,7 @@ class Journal:
         ]
         notice = None
         if torn or nameless:
-            with open(self.torn_path, "ab") as fh:
-                fh.write(b"".join(piece + b"\n" for piece in torn + nameless))
-                if self.durable:
-                    os.fsync(fh.fileno())
+            self.keep_aside(torn + nameless)
             held = []
             if torn:
                 killed = "from processes killed while they wrote; never confirmed to anyone"

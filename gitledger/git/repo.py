@@ -496,17 +496,13 @@ class GitRepo:
     def _flock(self, fd: int, name: str, timeout: float, shared: bool) -> None:
         import fcntl
 
-        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if not wait_for_flock(fd, timeout, mode):
-                holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
-                raise GitError(
-                    f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
-                    f"{holder or 'unknown'}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
-                    "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
-                ) from None
+        if not take_flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, timeout):
+            holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
+            raise GitError(
+                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
+                f"{holder or 'unknown'}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
+                "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+            )
 
     def close(self) -> None:
         for fd, pid, _ in self._locks.values():
@@ -620,6 +616,18 @@ def lock_timeout(timeout: float | None) -> float:
         return float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
     except ValueError:
         return LOCK_TIMEOUT
+
+
+def take_flock(fd: int, mode: int, timeout: float | None = None) -> bool:
+    """Take the ``flock`` at once when it is free, else wait for it at most ``timeout`` seconds
+    (:func:`lock_timeout` when None, read only then); False when the time ran out."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return wait_for_flock(fd, lock_timeout(timeout), mode)
+    return True
 
 
 def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:

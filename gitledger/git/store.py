@@ -563,8 +563,7 @@ class GitStore:
 
     def _set_aside(self, key: str) -> None:
         lines = self.journal.lines(key)
-        with open(self.journal.torn_path, "ab") as fh:
-            fh.write(b"".join(line + b"\n" for line in lines))
+        self.journal.keep_aside(lines)
         self._notice(
             f"gitledger: {len(lines)} damaged journal line(s) naming {key}, a key without an intent, were "
             f"kept in {self.journal.torn_path}"
