@@ -64,25 +64,11 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _command(port: int, *words: str) -> bytes:
-    """One Redis command over a fresh connection (RESP); the raw reply."""
-    payload = f"*{len(words)}\r\n".encode() + b"".join(
-        f"${len(w.encode())}\r\n{w}\r\n".encode() for w in words
-    )
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(payload)
-        reply = b""
-        while True:
-            chunk = sock.recv(65536)
-            reply += chunk
-            head, sep, body = reply.partition(b"\r\n")
-            if not chunk or (sep and not head.startswith(b"$")):
-                break  # a one-line reply (+OK, :12, -ERR)
-            if sep and (head == b"$-1" or len(body) >= int(head[1:]) + 2):
-                break  # a bulk string, whole
-    if reply.startswith(b"-"):
-        raise RuntimeError(f"redis: {reply.decode(errors='replace').strip()}")
-    return reply
+def _client(port: int) -> Any:
+    """A redis-py client of the server on ``port`` (redis-py is installed where the Redis peers run)."""
+    import redis
+
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
 
 
 @contextlib.contextmanager
@@ -97,11 +83,13 @@ def redis_server(folder: Path, aof: bool) -> Iterator[int]:
     server = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
+        import redis
+
         while True:
             try:
-                _command(port, "PING")
+                _client(port).ping()
                 break
-            except OSError:
+            except redis.exceptions.ConnectionError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"redis-server did not start on port {port}") from None
                 time.sleep(0.02)
@@ -117,7 +105,7 @@ def redis_server(folder: Path, aof: bool) -> Iterator[int]:
 
 def key_count(port: int) -> int:
     """Keys in the Redis database (one per idempotency record)."""
-    return int(_command(port, "DBSIZE")[1:].strip())
+    return int(_client(port).dbsize())
 
 
 def dbos_database(path: Path) -> str:
@@ -229,18 +217,22 @@ def growth(work: Path, engine: str, n: int, python: str, env: dict[str, str]) ->
         empty = folder_bytes(folder)
         subprocess.run([python, "-c", GROWER, engine, str(port), str(n)], env=env, cwd=folder, check=True)
         added = folder_bytes(folder) - empty
-        _command(port, "BGREWRITEAOF" if aof else "BGSAVE")
-        _wait_for_background_save(port)
+        client = _client(port)
+        if aof:
+            client.bgrewriteaof()
+        else:
+            client.bgsave()
+        _wait_for_background_save(client)
         compacted = folder_bytes(folder)
     # without the append-only file nothing reaches the disk per step: a snapshot holds all there is
     return _growth(n, added if aof else None, compacted - empty)
 
 
-def _wait_for_background_save(port: int) -> None:
+def _wait_for_background_save(client: Any) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        info = _command(port, "INFO", "persistence")
-        if b"rdb_bgsave_in_progress:0" in info and b"aof_rewrite_in_progress:0" in info:
+        info = client.info("persistence")
+        if info["rdb_bgsave_in_progress"] == 0 and info["aof_rewrite_in_progress"] == 0:
             return
         time.sleep(0.05)
     raise RuntimeError("redis: the background save did not finish in 30 s")
