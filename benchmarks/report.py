@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ratio
+from benchmarks.peers import PEERS  # the peers, when they were installed: stores of 100 entries only
 
 
 def _f(value: Any, digits: int = 2) -> str:
@@ -96,8 +97,6 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 # the engines of bench_store's in-process part, in the order of its rows (the previous engine runs only
 # with a baseline)
 STORE_ENGINES = ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal", "previous")
-# the peers (benchmarks/peers.py), when they were installed: ledgers of 100 entries only
-PEER_ENGINES = ("dbos-sqlite", "powertools-redis", "powertools-redis-aof")
 
 
 def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
@@ -187,7 +186,7 @@ def render_store(store: dict[str, Any]) -> list[str]:
         + ". Medians in ms.\n"
     )
     inp = store.get("in_process") or {}
-    if any(f"{peer}@100" in inp for peer in PEER_ENGINES):
+    if any(f"{peer}@100" in inp for peer in PEERS):
         add(
             "The peers (`benchmarks/peers.py`, run because they were installed) use their own protocol, "
             "as their users do, on stores of 100 entries: `dbos-sqlite` = a DBOS workflow under a "
@@ -198,7 +197,7 @@ def render_store(store: dict[str, Any]) -> list[str]:
     if inp:
         add(f"| engine | fresh @100 | fresh @{large:,} | done @100 | done @{large:,} |")
         add("|---|---:|---:|---:|---:|")
-        for engine in (*STORE_ENGINES, *PEER_ENGINES):
+        for engine in (*STORE_ENGINES, *PEERS):
             if f"{engine}@100" in inp:
                 a, b = inp[f"{engine}@100"], inp.get(f"{engine}@{large}")
                 add(
