@@ -607,3 +607,33 @@ def test_damaged_lines_of_a_key_without_an_intent_are_set_aside_once(
         assert kept == b"#damaged-journal-line " + damaged.replace(b"\t", b" ") + b"\n"
         assert capsys.readouterr().err.count("a key without an intent") == 1
         assert store.load(intent).folded.state == "attempting"
+
+
+def test_a_forked_child_takes_the_locks_as_a_process_of_its_own(repo: Path, monkeypatch) -> None:
+    """The lock descriptors are per process (the pid is kept without a system call, updated at fork):
+    a child forked while its parent holds a key's lock waits for the parent like any other process,
+    and names the parent when its wait ends; it does not share the parent's lock."""
+    import os
+
+    monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.3")
+    r = GitRepo.discover(repo)
+    with r.append_lock("one-key"):
+        stripes = (r.common_dir / "gitledger.locks").glob("*")
+        holder = next(p for p in stripes if p.read_bytes().strip() == str(os.getpid()).encode())
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through the pipe
+            message = "taken"
+            try:
+                with r.append_lock("one-key"):  # the parent's GitRepo, its descriptors cached
+                    pass
+            except Exception as exc:
+                message = str(exc)
+            os.write(write, message.encode())
+            os._exit(0)
+        os.close(write)
+        _, status = os.waitpid(child, 0)
+        message = os.read(read, 4096).decode()
+        os.close(read)
+    assert status == 0
+    assert f"{holder} has been held for 0.3 s by process {os.getpid()}" in message

@@ -51,6 +51,11 @@ STATES = (ATTEMPTING, DONE, FAILED, FORGOTTEN, INFO)
 Event = dict[str, Any]
 
 
+# what json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False) uses, built once
+# (json.dumps builds a new encoder for every call with options)
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def encode_event(event: Event) -> bytes:
     """One JSON line, keys sorted so the same event always has the same bytes.
 
@@ -58,8 +63,7 @@ def encode_event(event: Event) -> bytes:
     written as UTF-8: it is written as the JSON escape ``\\udcff``, which is still valid JSON and reads
     back as the same string, so no input can make an event unwritable.
     """
-    text = json.dumps(event, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8", "backslashreplace") + b"\n"
+    return _ENCODER.encode(event).encode("utf-8", "backslashreplace") + b"\n"
 
 
 @dataclass

@@ -54,14 +54,14 @@ from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
-from gitledger.git.repo import lock_timeout, take_flock
+from gitledger.git.repo import current_pid, lock_timeout, take_flock
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _CRC = re.compile(rb"[0-9a-f]{8}")
 _NONZERO = re.compile(rb"[^\0]+")
 RESERVE = 256 * 1024  # zeros written ahead of the records at a time (a fold empties ~280 KiB of lines)
-_FIRST_READ = 8192  # what a refresh reads first (a reader that is up to date finds a zero in it)
+_FIRST_READ = 1024  # what a refresh reads first (a reader that is up to date finds a zero in it)
 ROTATED = b"#rotated"  # written after the last record of a journal about to be replaced
 _MAX_REOPENS = 100  # rotations a lock-free reader follows in one refresh before it settles for a view
 PATH_CHECK_SECONDS = 1.0  # how often a refresh looks at the path without a ROTATED line (one stat)
@@ -186,7 +186,7 @@ class Journal:
         self._ino: int | None = None
         self._wfd: int | None = None  # the append descriptor, kept while the file is the same
         self._wino: int | None = None
-        self._wpid = os.getpid()
+        self._wpid = current_pid()
         self._check_at = 0.0  # when refresh looks at the path again without a ROTATED line
         self._appended_end = -1  # where the last append of this process ended
         self._reset()
@@ -484,7 +484,7 @@ class Journal:
         """A descriptor writing to the file at ``path`` now (kept open while it stays that file)."""
         # under the lock, refresh() has just looked at the file: _ino is the inode at the path now
         same_file = self._ino is not None and self._ino == self._wino
-        if self._wfd is not None and self._wpid == os.getpid() and same_file:
+        if self._wfd is not None and self._wpid == current_pid() and same_file:
             return self._wfd
         self._close_wfd()
         try:
@@ -493,11 +493,11 @@ class Journal:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             if self.durable:  # the new file's name is durable before any record in it is
                 _sync_dir(self.path)
-        self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, os.getpid()
+        self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, current_pid()
         return fd
 
     def _close_wfd(self) -> None:
-        if self._wfd is not None and self._wpid == os.getpid():
+        if self._wfd is not None and self._wpid == current_pid():
             with contextlib.suppress(OSError):
                 os.close(self._wfd)
         self._wfd = self._wino = None

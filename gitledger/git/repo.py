@@ -11,6 +11,7 @@ transition free of process starts; see docs/design.md for the measurements behin
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -27,6 +28,21 @@ LEDGER_LOCK = "gitledger.lock"
 FOLD_LOCK = "gitledger.fold.lock"  # one fold at a time (it runs beside the journal's appenders)
 KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.append_lock)
 KEY_STRIPES = 64
+
+_pid = os.getpid()  # asked on every lock taken: os.getpid() is a system call
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def current_pid() -> int:
+    """This process's id (kept up to date across ``os.fork``) without a system call."""
+    return _pid
 
 
 def git_env() -> dict[str, str]:
@@ -417,13 +433,13 @@ class GitRepo:
         finally:
             _release(held)
 
-    def _acquire(self, name: str, timeout: float, shared: bool) -> tuple[int, threading.Lock]:
+    def _acquire(self, name: str, timeout: float | None, shared: bool) -> tuple[int, threading.Lock]:
         """Take the lock ``name`` (the ledger lock through its gate); (descriptor, in-process lock) to
-        hand to :func:`_release`."""
-        import fcntl
-
+        hand to :func:`_release`. ``timeout``: None for :func:`lock_timeout`, read only when a wait is
+        needed (an environment lookup, twice per append otherwise)."""
         fd, _, in_process = self._lock_fd(name)
-        if not in_process.acquire(timeout=timeout):
+        if not in_process.acquire(blocking=False) and not in_process.acquire(timeout=lock_timeout(timeout)):
+            timeout = lock_timeout(timeout)
             raise GitError(
                 f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by another thread"
             )
@@ -458,8 +474,6 @@ class GitRepo:
     @contextlib.contextmanager
     def try_lock(self, name: str) -> Iterator[bool]:
         """Take the lock ``name`` exclusively if nobody holds it: yields whether it was taken."""
-        import fcntl
-
         fd, _, in_process = self._lock_fd(name)
         if not in_process.acquire(blocking=False):
             yield False
@@ -480,7 +494,7 @@ class GitRepo:
 
     def _lock_fd(self, name: str) -> tuple[int, int, threading.Lock]:
         held = self._locks.get(name)
-        if held is None or held[1] != os.getpid():  # (a forked child must not share the parent's)
+        if held is None or held[1] != _pid:  # (a forked child must not share the parent's)
             path = self.common_dir / name
             try:
                 try:
@@ -490,13 +504,12 @@ class GitRepo:
                     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
-            held = self._locks[name] = (fd, os.getpid(), threading.Lock())
+            held = self._locks[name] = (fd, _pid, threading.Lock())
         return held
 
-    def _flock(self, fd: int, name: str, timeout: float, shared: bool) -> None:
-        import fcntl
-
+    def _flock(self, fd: int, name: str, timeout: float | None, shared: bool) -> None:
         if not take_flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, timeout):
+            timeout = lock_timeout(timeout)
             holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
             raise GitError(
                 f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
@@ -562,8 +575,6 @@ def _stripe(key: str) -> str:
 
 
 def _release(held: tuple[int, threading.Lock]) -> None:
-    import fcntl
-
     fd, in_process = held
     try:
         fcntl.flock(fd, fcntl.LOCK_UN)
@@ -582,10 +593,9 @@ class _AppendLock:
         self._held: list[tuple[int, threading.Lock]] = []
 
     def __enter__(self) -> None:
-        timeout = lock_timeout(None)
-        ledger = self._repo._acquire(LEDGER_LOCK, timeout, True)
+        ledger = self._repo._acquire(LEDGER_LOCK, None, True)
         try:
-            stripe = self._repo._acquire(_stripe(self._key), timeout, False)
+            stripe = self._repo._acquire(_stripe(self._key), None, False)
         except BaseException:
             _release(ledger)
             raise
@@ -600,11 +610,16 @@ class _AppendLock:
             _release(ledger)
 
 
+_stamps: dict[int, bytes] = {}
+
+
 def _stamp(fd: int) -> None:
     """Write this process's id into a lock file it holds (a waiter that times out names it), unless it
     is there already: a write dirties the file, a read does not (most holders take the same lock
     again and again)."""
-    stamp = f"{os.getpid():<12}\n".encode()
+    stamp = _stamps.get(_pid)
+    if stamp is None:
+        stamp = _stamps[_pid] = f"{_pid:<12}\n".encode()
     if os.pread(fd, len(stamp) + 1, 0) != stamp:
         os.pwrite(fd, stamp, 0)
 
@@ -621,8 +636,6 @@ def lock_timeout(timeout: float | None) -> float:
 def take_flock(fd: int, mode: int, timeout: float | None = None) -> bool:
     """Take the ``flock`` at once when it is free, else wait for it at most ``timeout`` seconds
     (:func:`lock_timeout` when None, read only then); False when the time ran out."""
-    import fcntl
-
     try:
         fcntl.flock(fd, mode | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -636,7 +649,6 @@ def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     In the main thread a blocking ``flock`` is woken by a one-shot ``SIGALRM`` (the kernel hands the
     lock over the moment it is free: no polling delay between writers); other threads poll.
     """
-    import fcntl
     import signal
     import time
 

@@ -138,6 +138,7 @@ class GitStore:
         self.notices: list[str] = []
         self._intent_oids: dict[Intent, str] = {}
         self._intent_records: dict[Intent, bytes] = {}
+        self._tips: dict[str, Tip] = {}  # commit id -> its tip (a commit's tree never changes)
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
         self._gc: subprocess.Popen[bytes] | None = None
 
@@ -203,6 +204,9 @@ class GitStore:
             oid = self._ref(ref)
         if oid is None:
             return Tip(None, None)
+        known = self._tips.get(oid)
+        if known is not None:
+            return known
         found = self.read(oid)
         if found is None:
             raise CorruptLedgerError(
@@ -214,17 +218,26 @@ class GitStore:
                 f"{ref} points at a {kind}, not a commit; restore it with 'git update-ref {ref} <commit>' "
                 f"(see 'git reflog {ref}')"
             )
-        return Tip(oid, data[5 : data.index(b"\n")].decode())
+        if len(self._tips) > 64:
+            self._tips.clear()
+        tip = self._tips[oid] = Tip(oid, data[5 : data.index(b"\n")].decode())
+        return tip
 
     def intent_oid(self, intent: Intent) -> str:
         oid = self._intent_oids.get(intent)
         if oid is None:
-            if len(self._intent_oids) > 10_000:
-                self._intent_oids.clear()
-            oid = self._intent_oids[intent] = hash_object(
-                "blob", intent_bytes(intent), self.repo.object_format
-            )
+            oid = self._intent(intent)[0]
         return oid
+
+    def _intent(self, intent: Intent) -> tuple[str, bytes]:
+        """(blob id, record without its newline) of an intent, remembered for the next lookups."""
+        if len(self._intent_oids) > 10_000:
+            self._intent_oids.clear()
+            self._intent_records.clear()
+        data = intent_bytes(intent)
+        oid = self._intent_oids[intent] = hash_object("blob", data, self.repo.object_format)
+        record = self._intent_records[intent] = data.rstrip(b"\n")
+        return oid, record
 
     def _intent_oid_for_key(self, key: str) -> str | None:
         raw = self.journal.intents.get(key)
@@ -445,9 +458,7 @@ class GitStore:
     def _intent_record(self, intent: Intent) -> bytes:
         raw = self._intent_records.get(intent)
         if raw is None:
-            if len(self._intent_records) > 10_000:
-                self._intent_records.clear()
-            raw = self._intent_records[intent] = intent_bytes(intent).rstrip(b"\n")
+            raw = self._intent(intent)[1]
         return raw
 
     def _git_wants_fsync(self) -> bool:
