@@ -1,7 +1,8 @@
 """Deterministic crash points for the fault-injection tests.
 
-``GITLEDGER_FAULT=<point>`` makes the process SIGKILL itself when it reaches ``<point>``; with the
-variable unset (production) :func:`point` is a dictionary lookup and nothing else. Points:
+``GITLEDGER_FAULT=<point>`` makes the process SIGKILL itself when it reaches ``<point>``. The variable
+is read once, when gitledger is imported (the tests set it in a process's environment); unset
+(production), :func:`point` compares with None and nothing else. Points:
 
 - ``before-claim``: reality was queried and found absent, the claim is not written yet
 - ``after-claim``: the claim is recorded, the action has not started
@@ -32,8 +33,11 @@ POINTS = ("before-claim", "after-claim", "fork-window", "during-effect", "after-
 STORAGE_POINTS = ("journal-torn", "fold-objects", "fold-intents", "fold-refs", "fold-rotate", "fold-marked")
 
 
+ARMED = os.environ.get("GITLEDGER_FAULT")  # the point this process dies at, if any
+
+
 def point(name: str) -> None:
-    if os.environ.get("GITLEDGER_FAULT") == name:
+    if name == ARMED:
         os.kill(os.getpid(), signal.SIGKILL)
 
 

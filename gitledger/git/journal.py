@@ -213,6 +213,8 @@ class Journal:
     @property
     def tail(self) -> bytes:
         """What follows the last good line: a torn append (or nothing)."""
+        if not self._pending:
+            return self._partial
         return b"".join(line + b"\n" for line in self._pending) + self._partial
 
     def _close_fd(self) -> None:
@@ -425,7 +427,7 @@ class Journal:
         self._lock_place(fd)  # one writer takes a place and writes at a time
         try:
             at = self._place(fd, len(record))
-            if os.environ.get("GITLEDGER_FAULT") == "journal-torn":
+            if faults.ARMED == "journal-torn":
                 os.pwrite(fd, record[: len(record) // 2], at)
                 faults.point("journal-torn")
             # one write of the whole line; a short write is a torn one (never confirmed), and the next
@@ -464,13 +466,15 @@ class Journal:
             _write_all(fd, bytes(RESERVE + need - len(after)), at + len(after))
         return at
 
-    def appended(self, record: bytes) -> None:
+    def appended(self, record: bytes, decoded: Record | None = None) -> None:
         """Take in a record this process just wrote (as :meth:`refresh` would read it, without
-        reading it back when nobody else wrote since this process last looked)."""
+        reading it back when nobody else wrote since this process last looked); ``decoded``: the
+        record it encodes, when the caller has it."""
         if self._ino is None or self.tail or self._appended_end != self._good_end + len(record):
             self.refresh()
             return
-        decoded = decode(record[:-1])
+        if decoded is None:
+            decoded = decode(record[:-1])
         if decoded is None:
             self.refresh()
             return

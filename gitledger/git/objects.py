@@ -20,7 +20,6 @@ The ledger is read on every step, so reading it must not cost a round trip to a 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import mmap
 import os
@@ -379,9 +378,10 @@ class ObjectReader:
         self._bases.clear()
 
 
-def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40) -> str | None:
-    """The object id ``ref`` points at (files backend: loose file, else packed-refs), None if absent."""
-    path = _ref_path(os.fspath(common_dir), ref)
+def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40, path: str | None = None) -> str | None:
+    """The object id ``ref`` points at (files backend: loose file, else packed-refs), None if absent.
+    ``path``: the ref's loose file, when the caller has it joined already."""
+    path = path or os.path.join(common_dir, ref)
     for _ in range(5):  # symbolic refs, bounded
         try:
             data = _read_small(path)
@@ -396,11 +396,6 @@ def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40) -> str | None:
             return text.decode()
         raise DamagedRefError(ref, path, data)
     return None
-
-
-@functools.lru_cache(maxsize=64)
-def _ref_path(common_dir: str, ref: str) -> str:
-    return os.path.join(common_dir, ref)
 
 
 def _read_small(path: str) -> bytes:

@@ -570,8 +570,11 @@ class _LockTimeout(Exception):
     pass
 
 
+_STRIPES = [f"{KEY_LOCKS}/{n:02x}" for n in range(KEY_STRIPES)]
+
+
 def _stripe(key: str) -> str:
-    return f"{KEY_LOCKS}/{zlib.crc32(key.encode('utf-8', 'surrogateescape')) % KEY_STRIPES:02x}"
+    return _STRIPES[zlib.crc32(key.encode("utf-8", "surrogateescape")) % KEY_STRIPES]
 
 
 def _release(held: tuple[int, threading.Lock]) -> None:

@@ -45,7 +45,7 @@ from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObje
 from gitledger.core.events import BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
-from gitledger.git.journal import Journal, StaleTailError
+from gitledger.git.journal import Journal, Record, StaleTailError
 from gitledger.git.journal import encode as encode_record
 from gitledger.git.objects import (
     DamagedObjectFileError,
@@ -139,6 +139,8 @@ class GitStore:
         self._intent_oids: dict[Intent, str] = {}
         self._intent_records: dict[Intent, bytes] = {}
         self._tips: dict[str, Tip] = {}  # commit id -> its tip (a commit's tree never changes)
+        self._notes: dict[tuple[str | None, str], tuple[str | None, bytes | None, bool]] = {}
+        self._ref_paths = {ref: os.path.join(repo.common_dir, ref) for ref in LEDGER_REFS}
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
         self._gc: subprocess.Popen[bytes] | None = None
 
@@ -177,7 +179,7 @@ class GitStore:
             proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
             return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
         try:
-            return read_ref(self.repo.common_dir, ref, self._hex_len)
+            return read_ref(self.repo.common_dir, ref, self._hex_len, self._ref_paths.get(ref))
         except DamagedRefError as exc:
             raise CorruptLedgerError(f"{exc}; {self._repair_hint(ref)}") from exc
 
@@ -249,8 +251,17 @@ class GitStore:
     # -- the merged view -----------------------------------------------------------------------------
 
     def _note(self, intent_oid: str, notes_tree: str | None) -> tuple[str | None, bytes | None, bool]:
-        """(note blob oid, its content, damaged) of one key in the notes."""
-        return self._note_at(self.trees.find(notes_tree, intent_oid))
+        """(note blob oid, its content, damaged) of one key in the notes (remembered for a notes tree:
+        trees and blobs never change; a damaged note is looked up again)."""
+        known = self._notes.get((notes_tree, intent_oid))
+        if known is not None:
+            return known
+        found = self._note_at(self.trees.find(notes_tree, intent_oid))
+        if not found[2]:
+            if len(self._notes) > 256:
+                self._notes.clear()
+            self._notes[(notes_tree, intent_oid)] = found
+        return found
 
     def _note_at(self, found: tuple[list[str], str] | None) -> tuple[str | None, bytes | None, bool]:
         """:meth:`_note` of what :meth:`find` found."""
@@ -260,17 +271,20 @@ class GitStore:
         return found[1], blob, blob is None
 
     def _version(
-        self, key: str, intent_oid: str | None, notes_tree: str | None
+        self, key: str, intent_oid: str | None, notes_tree: str | None, *, versioned: bool = True
     ) -> tuple[str | None, bytes | None, str | None, bool]:
         """(version, body, note blob oid, damaged) of one key on the merged view, without parsing it.
 
         The version is the blob id the note has (no journal lines) or will have once folded; for an
-        unreadable note it is derived from the damaged blob's id too (a fold drops that note)."""
+        unreadable note it is derived from the damaged blob's id too (a fold drops that note). Not
+        ``versioned``: the version is None where it would have to be hashed."""
         lines = self.journal.lines(key)
         note_oid, note, damaged = self._note(intent_oid, notes_tree) if intent_oid else (None, None, False)
         if not lines:
             return note_oid, note, note_oid, damaged
         merged = merge_note(note or b"", lines)
+        if not versioned:
+            return None, merged, note_oid, damaged
         version = hash_object("blob", merged, self.repo.object_format)
         if damaged:
             version = hash_object("blob", b"damaged " + (note_oid or "").encode() + b"\n" + merged)
@@ -371,7 +385,8 @@ class GitStore:
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
         line = stored_line(intent.key, event)
-        record = encode_record(intent.key, self._intent_record(intent), line)
+        decoded = Record(intent.key, self._intent_record(intent), line)
+        record = encode_record(*decoded)
         if not self._durable_set:
             self.journal.durable = self._git_wants_fsync()
             self._durable_set = True
@@ -384,8 +399,11 @@ class GitStore:
                 journal.refresh()
                 if not journal.tail:
                     notes_tree = self.tip(NOTES_REF).tree
-                    current, body, _, damaged = self._version(intent.key, intent_oid, notes_tree)
-                    if expected != ANY_VERSION and current != expected:
+                    anyway = expected == ANY_VERSION
+                    current, body, _, damaged = self._version(
+                        intent.key, intent_oid, notes_tree, versioned=not anyway
+                    )
+                    if not anyway and current != expected:
                         return None
                     if event.get("state") == "done":
                         faults.point("during-done")
@@ -395,7 +413,7 @@ class GitStore:
                         pass
                     else:
                         try:
-                            journal.appended(record)
+                            journal.appended(record, decoded)
                             before = (body, damaged)
                             version = self._next_version(intent.key, intent_oid, notes_tree, before, line)
                             fold_due = journal.count() >= self.fold_events or journal.size >= self.fold_bytes

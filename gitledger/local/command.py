@@ -75,7 +75,7 @@ def _prctl() -> Any:
 def _child_setup(parent: int, mask: Iterable[int], prctl: Any) -> Callable[[], None]:
     def setup() -> None:  # pragma: no cover - runs in the child between fork and exec
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        if os.environ.get("GITLEDGER_FAULT") == "fork-window":
+        if faults.ARMED == "fork-window":
             faults.kill_parent(parent)  # gitledger dies before the death signal is set
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
