@@ -412,6 +412,8 @@ class Journal:
             return b"", []
         size = os.fstat(self._fd).st_size
         rest = os.pread(self._fd, size - self._good_end, self._good_end) if size > self._good_end else b""
+        if rest.count(0) == len(rest):  # the zeros ahead of the records (a regex took ~2 ms on them)
+            return rest, []
         pieces = [run.removeprefix(ROTATED + b"\n") for run in _NONZERO.findall(rest)]
         return rest, [piece for piece in pieces if piece]
 
