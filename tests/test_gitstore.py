@@ -637,3 +637,72 @@ def test_a_forked_child_takes_the_locks_as_a_process_of_its_own(repo: Path, monk
         os.close(read)
     assert status == 0
     assert f"{holder} has been held for 0.3 s by process {os.getpid()}" in message
+
+
+def test_a_write_in_flight_is_waited_for_not_repaired(repo: Path, monkeypatch) -> None:
+    """Another process has written half of its record and still holds the journal's lock (a write in
+    flight, not a torn one). An appender that reads the half record waits for that write to end and
+    appends after it: no repair (which would take the ledger lock exclusively, stopping every writer),
+    no notice, both records kept."""
+    import subprocess
+    import sys
+    import threading
+
+    from gitledger.git import journal as journal_module
+
+    with GitRepo.discover(repo) as r:
+        store = GitStore(r)
+        first = StepKey.derive("T-1", "first")
+        assert store.append(Intent.of(first), {"state": "attempting", "key": first.key}, None)
+        writer = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import os, sys, fcntl\n"
+                "from gitledger.git.journal import Journal, encode\n"
+                "from gitledger.git.repo import GitRepo\n"
+                "GitRepo.discover(sys.argv[2]).append_lock('other').__enter__()  # as every appender\n"
+                "j = Journal(sys.argv[1]); j.refresh(); fd = j._append_fd(); j._lock_place(fd)\n"
+                'line = b\'{"state":"attempting","x":"\' + b\'y\' * 300 + b\'"}\'\n'
+                "record = encode('other', b'{}', line)\n"
+                "at = j._place(fd, len(record)); os.pwrite(fd, record[:100], at)\n"
+                "print('half', flush=True); sys.stdin.readline()\n"
+                "os.pwrite(fd, record, at); fcntl.flock(fd, fcntl.LOCK_UN); print('done', flush=True)\n",
+                store.journal.path,
+                str(repo),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert writer.stdin is not None and writer.stdout is not None
+        try:
+            assert writer.stdout.readline() == "half\n"
+            repairs: list[object] = []
+            real = journal_module.Journal.repair
+            monkeypatch.setattr(
+                journal_module.Journal, "repair", lambda self: repairs.append(1) or real(self)
+            )
+            results: list[str | None] = []
+            second = StepKey.derive("T-1", "second")
+            appender = threading.Thread(
+                target=lambda: results.append(
+                    store.append(Intent.of(second), {"state": "attempting", "key": second.key}, None)
+                )
+            )
+            appender.start()
+            appender.join(0.5)
+            assert appender.is_alive()  # it waits for the write in flight
+            writer.stdin.write("go\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == "done\n"
+            appender.join(30)
+            assert not appender.is_alive() and results and results[0] is not None
+        finally:
+            writer.kill()
+            writer.wait()
+        assert repairs == [] and store.notices == []
+        assert not Path(store.journal.torn_path).exists()
+        store.journal.refresh()
+        assert store.journal.key_names() == sorted(["other", first.key, second.key])
+        assert store.journal.tail == b"" and store.journal.damaged == []

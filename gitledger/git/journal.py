@@ -442,6 +442,20 @@ class Journal:
         self._appended_end = at + len(record)
         return fd
 
+    def settle(self) -> None:
+        """Read again once no record is being written: a tail seen by :meth:`refresh` may be another
+        writer's record in flight (its write copied in part), which is whole once that writer lets go
+        of the journal's lock. A tail that remains is a torn write, for :meth:`repair`.
+
+        Without this, an appender that met a write in flight took the ledger lock exclusively for a
+        repair that found nothing: every other writer waited for it."""
+        fd = self._append_fd()
+        self._lock_place(fd)
+        try:
+            self.refresh()
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
     def _lock_place(self, fd: int) -> None:
         """Take the journal's ``flock``: held for two system calls, so a wait longer than the lock
         timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""

@@ -397,6 +397,8 @@ class GitStore:
             # decision on this key and the append are atomic; other keys' writers go on meanwhile
             with self.repo.append_lock(intent.key):
                 journal.refresh()
+                if journal.tail:
+                    journal.settle()
                 if not journal.tail:
                     notes_tree = self.tip(NOTES_REF).tree
                     anyway = expected == ANY_VERSION
@@ -421,8 +423,8 @@ class GitStore:
                             journal.sync(fd)
                             raise
                         break
-            # what follows the last good line is a write in flight, a writer killed in its write, or
-            # what a power cut left: under the exclusive lock nobody is writing, so it is moved aside
+            # what follows the last good line, with nobody writing, is a writer killed in its write or
+            # what a power cut left (or a write begun since): it is moved aside under the exclusive lock
             with self.repo.lock(fold=False):
                 self._notice(journal.repair())
         else:
