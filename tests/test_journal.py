@@ -397,3 +397,32 @@ def test_a_writer_stopped_inside_the_journal_lock_is_waited_for_at_most_the_lock
         holder.wait()
     write(j, rec("k2", 2))
     assert lines_of(path) == rec("k1", 1) + rec("k2", 2)
+
+
+def test_a_repair_killed_after_keeping_the_torn_write_keeps_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repair that dies after copying the torn write to gitledger.journal.torn and before writing
+    zeros over it leaves the torn write in the journal: the next repair finds the same bytes and must
+    not copy them a second time. A different torn write later is kept after it."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    full = rec("k2", 2)
+    put(path, full[:-7])
+
+    def killed(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt  # the process ends here: nothing after this runs
+
+    with monkeypatch.context() as patch:
+        patch.setattr(journal_module, "_write_at", killed)
+        with pytest.raises(KeyboardInterrupt):
+            Journal(path).repair()
+    assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n"
+    assert Journal(path).repair() is not None  # the torn write is still in the journal
+    assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n"
+    write(j, rec("k3", 3))
+    other = rec("k4", 4)
+    put(path, other[:-9])
+    assert Journal(path).repair() is not None
+    assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n" + other[:-9] + b"\n"

@@ -399,9 +399,20 @@ class Journal:
 
     def keep_aside(self, pieces: list[bytes]) -> None:
         """Append ``pieces`` (torn writes, damaged lines), each ending in a newline, to
-        ``gitledger.journal.torn``, synced with the journal's durability: the journal drops them next."""
-        with open(self.torn_path, "ab") as fh:
-            fh.write(b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces))
+        ``gitledger.journal.torn``, synced with the journal's durability: the journal drops them next.
+
+        Unless the file already ends with exactly these pieces: a repair, rotation or fold killed after
+        keeping them and before the journal dropped them keeps the same pieces again when it is run
+        again (each torn write holds its own checksum and random event id, so two different ones are
+        not the same bytes)."""
+        block = b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces)
+        with open(self.torn_path, "a+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size >= len(block):
+                fh.seek(size - len(block))
+                if fh.read(len(block)) == block:
+                    return
+            fh.write(block)
             if self.durable:
                 os.fsync(fh.fileno())
 
