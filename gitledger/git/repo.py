@@ -29,12 +29,19 @@ FOLD_LOCK = "gitledger.fold.lock"  # one fold at a time (it runs beside the jour
 KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.append_lock)
 KEY_STRIPES = 64
 
+
+def _stamp_of(pid: int) -> bytes:
+    return f"{pid:<12}\n".encode()
+
+
 _pid = os.getpid()  # asked on every lock taken: os.getpid() is a system call
+_pid_stamp = _stamp_of(_pid)  # what this process writes into a lock file it holds (_stamp)
 
 
 def _forked() -> None:
-    global _pid
+    global _pid, _pid_stamp
     _pid = os.getpid()
+    _pid_stamp = _stamp_of(_pid)
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -613,18 +620,12 @@ class _AppendLock:
             _release(ledger)
 
 
-_stamps: dict[int, bytes] = {}
-
-
 def _stamp(fd: int) -> None:
     """Write this process's id into a lock file it holds (a waiter that times out names it), unless it
     is there already: a write dirties the file, a read does not (most holders take the same lock
     again and again)."""
-    stamp = _stamps.get(_pid)
-    if stamp is None:
-        stamp = _stamps[_pid] = f"{_pid:<12}\n".encode()
-    if os.pread(fd, len(stamp) + 1, 0) != stamp:
-        os.pwrite(fd, stamp, 0)
+    if os.pread(fd, len(_pid_stamp) + 1, 0) != _pid_stamp:
+        os.pwrite(fd, _pid_stamp, 0)
 
 
 def lock_timeout(timeout: float | None) -> float:
@@ -672,7 +673,7 @@ def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
                 waiting[0] = False
                 return True
             except _LockTimeout:
-                waiting[0] = False
+                pass
             finally:
                 waiting[0] = False
                 signal.setitimer(signal.ITIMER_REAL, 0)

@@ -136,8 +136,7 @@ class GitStore:
         self._pending: dict[str, tuple[str, bytes]] = {}  # objects written but not yet packed
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
-        self._intent_oids: dict[Intent, str] = {}
-        self._intent_records: dict[Intent, bytes] = {}
+        self._intents: dict[Intent, tuple[str, bytes]] = {}  # intent -> (blob id, record, no newline)
         self._tips: dict[str, Tip] = {}  # commit id -> its tip (a commit's tree never changes)
         self._notes: dict[tuple[str | None, str], tuple[str | None, bytes | None, bool]] = {}
         self._ref_paths = {ref: os.path.join(repo.common_dir, ref) for ref in LEDGER_REFS}
@@ -226,20 +225,18 @@ class GitStore:
         return tip
 
     def intent_oid(self, intent: Intent) -> str:
-        oid = self._intent_oids.get(intent)
-        if oid is None:
-            oid = self._intent(intent)[0]
-        return oid
+        return self._intent(intent)[0]
 
     def _intent(self, intent: Intent) -> tuple[str, bytes]:
         """(blob id, record without its newline) of an intent, remembered for the next lookups."""
-        if len(self._intent_oids) > 10_000:
-            self._intent_oids.clear()
-            self._intent_records.clear()
-        data = intent_bytes(intent)
-        oid = self._intent_oids[intent] = hash_object("blob", data, self.repo.object_format)
-        record = self._intent_records[intent] = data.rstrip(b"\n")
-        return oid, record
+        known = self._intents.get(intent)
+        if known is None:
+            if len(self._intents) > 10_000:
+                self._intents.clear()
+            data = intent_bytes(intent)
+            oid = hash_object("blob", data, self.repo.object_format)
+            known = self._intents[intent] = (oid, data.rstrip(b"\n"))
+        return known
 
     def _intent_oid_for_key(self, key: str) -> str | None:
         raw = self.journal.intents.get(key)
@@ -385,13 +382,13 @@ class GitStore:
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
         line = stored_line(intent.key, event)
-        decoded = Record(intent.key, self._intent_record(intent), line)
+        intent_oid, intent_record = self._intent(intent)
+        decoded = Record(intent.key, intent_record, line)
         record = encode_record(*decoded)
         if not self._durable_set:
             self.journal.durable = self._git_wants_fsync()
             self._durable_set = True
         journal = self.journal
-        intent_oid = self.intent_oid(intent)
         for _ in range(MAX_TRIES):
             # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
             # decision on this key and the append are atomic; other keys' writers go on meanwhile
@@ -474,12 +471,6 @@ class GitStore:
                 self.journal.refresh()
                 if self.journal.count() >= self.fold_events or self.journal.size >= self.fold_bytes:
                     self._fold(exclusive=False)
-
-    def _intent_record(self, intent: Intent) -> bytes:
-        raw = self._intent_records.get(intent)
-        if raw is None:
-            raw = self._intent(intent)[1]
-        return raw
 
     def _git_wants_fsync(self) -> bool:
         """Whether git's own ``core.fsync`` asks for references (or everything) to reach the disk."""
