@@ -10,6 +10,7 @@ import pytest
 
 from gitledger.git.objects import (
     DamagedRefError,
+    LooseRef,
     ObjectReader,
     hash_object,
     read_ref,
@@ -125,6 +126,46 @@ def test_read_ref_loose_packed_and_damaged(tmp_path: Path) -> None:
     (common / "refs/notes/x").write_bytes(b"garbage\n")
     with pytest.raises(DamagedRefError, match="not an object id"):
         read_ref(common, "refs/notes/x")
+
+
+def test_a_kept_open_ref_follows_every_way_git_and_people_change_it(tmp_path: Path) -> None:
+    """LooseRef keeps the ref's file open and only fstats it: every change git makes (update, delete,
+    pack-refs, a new loose file over a packed one, a symbolic ref), and an in-place rewrite by hand,
+    must show at the next lookup, never the id it read before."""
+    repo = init_repo(tmp_path / "r")
+    common = repo / ".git"
+    first = git("rev-parse", "HEAD", cwd=repo)
+    second = git("commit-tree", "-p", first, "-m", "second", f"{first}^{{tree}}", cwd=repo)
+    third = git("commit-tree", "-p", second, "-m", "third", f"{first}^{{tree}}", cwd=repo)
+    ref = LooseRef(common, "refs/notes/x")
+    try:
+        assert ref.read() is None
+        git("update-ref", "refs/notes/x", first, cwd=repo)
+        assert ref.read() == first
+        assert ref.read() == first  # answered from the open file
+        git("update-ref", "refs/notes/x", second, cwd=repo)  # a new file renamed over the open one
+        assert ref.read() == second
+        git("pack-refs", "--all", cwd=repo)  # the loose file is unlinked
+        assert ref.read() == second
+        git("update-ref", "refs/notes/x", third, cwd=repo)  # a loose file over the packed value
+        assert ref.read() == third
+        (common / "refs/notes/x").write_text(first + "\n")  # in place, by hand: same size, new time
+        os.utime(common / "refs/notes/x", ns=(1, 1))
+        assert ref.read() == first
+        (common / "refs/notes/x").write_text("ref: refs/notes/y\n")
+        git("update-ref", "refs/notes/y", second, cwd=repo)
+        assert ref.read() == second
+        git("update-ref", "refs/notes/y", third, cwd=repo)
+        assert ref.read() == third  # a symbolic ref is followed anew every time
+        git("update-ref", "--no-deref", "refs/notes/x", first, cwd=repo)
+        assert ref.read() == first
+        git("update-ref", "-d", "refs/notes/x", cwd=repo)
+        assert ref.read() is None
+        (common / "refs/notes/x").write_bytes(b"garbage\n")
+        with pytest.raises(DamagedRefError, match="not an object id"):
+            ref.read()
+    finally:
+        ref.close()
 
 
 def test_inflate_reads_streams_longer_than_their_object_and_deltas_of_every_op() -> None:

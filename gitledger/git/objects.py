@@ -11,6 +11,8 @@ The ledger is read on every step, so reading it must not cost a round trip to a 
   that order, as git itself does, so a concurrent ``git pack-refs`` is never seen half-done. It never
   caches: a decision must not rest on a stale view (the ``packed-refs`` stat-cache trap of a long-lived
   ``git update-ref``). A ref file that is empty or not an object id raises :class:`DamagedRefError`.
+  :class:`LooseRef` reads one ref the same way but keeps its loose file open between lookups and asks
+  the kernel whether that file is still the ref's (``fstat``: one system call instead of three).
 - :func:`write_pack` writes objects as one pack (``.pack`` + ``.idx`` version 2) guarded by a ``.keep``
   file: ``git gc``, ``git repack -ad`` and ``git prune`` never delete objects of a kept pack, so objects
   written before the ref that references them is moved cannot be pruned in between; the caller removes
@@ -412,6 +414,63 @@ def _read_small(path: str) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+class LooseRef:
+    """One ref, read as :func:`read_ref` does, whose loose file is kept open between lookups.
+
+    git never writes a ref file in place: an update writes ``<ref>.lock`` and renames it over the ref,
+    a deletion or ``git pack-refs`` unlinks it. Either leaves the file this holds open with no name
+    (``st_nlink`` 0), and an open file's inode cannot be reused meanwhile, so ``fstat`` of the open
+    file tells whether it still names the ref: then the id read from it is still the ref's value. Its
+    size and modification time are compared too, so a tool that rewrites the file in place is noticed
+    as well (unless it keeps the size within one tick of the file system's clock). A ref that is
+    symbolic, only in ``packed-refs`` or missing is read anew at every lookup, as :func:`read_ref`.
+    On a network file system a client may answer ``fstat`` from its attribute cache; the ledger needs
+    a local file system anyway (docs/design.md)."""
+
+    __slots__ = ("_common_dir", "_fd", "_hex_len", "_oid", "_path", "_ref", "_seen")
+
+    def __init__(self, common_dir: Path | str, ref: str, hex_len: int = 40) -> None:
+        self._common_dir = common_dir
+        self._ref = ref
+        self._hex_len = hex_len
+        self._path = os.path.join(common_dir, ref)
+        self._fd: int | None = None
+        self._seen = (0, 0)  # (size, modification time in ns) of the open file when it was read
+        self._oid = ""
+
+    def read(self) -> str | None:
+        """The object id the ref points at, None if it does not exist."""
+        fd = self._fd
+        if fd is not None:
+            st = os.fstat(fd)
+            if st.st_nlink and (st.st_size, st.st_mtime_ns) == self._seen:
+                return self._oid
+            self.close()
+        try:
+            fd = os.open(self._path, os.O_RDONLY)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return _packed_ref(self._common_dir, self._ref, self._hex_len)
+        try:
+            st = os.fstat(fd)
+            data = os.read(fd, 4096)
+            text = data.strip()
+            if len(text) == self._hex_len and not data.startswith(b"ref: ") and _HEX.fullmatch(text):
+                self._fd, fd = fd, None
+                self._seen = (st.st_size, st.st_mtime_ns)
+                self._oid = text.decode()
+                return self._oid
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return read_ref(self._common_dir, self._ref, self._hex_len, self._path)  # symbolic or damaged
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _packed_ref(common_dir: Path | str, ref: str, hex_len: int) -> str | None:

@@ -50,6 +50,7 @@ from gitledger.git.journal import encode as encode_record
 from gitledger.git.objects import (
     DamagedObjectFileError,
     DamagedRefError,
+    LooseRef,
     ObjectReader,
     hash_object,
     read_ref,
@@ -139,7 +140,7 @@ class GitStore:
         self._intents: dict[Intent, tuple[str, bytes]] = {}  # intent -> (blob id, record, no newline)
         self._tips: dict[str, Tip] = {}  # commit id -> its tip (a commit's tree never changes)
         self._notes: dict[tuple[str | None, str], tuple[str | None, bytes | None, bool]] = {}
-        self._ref_paths = {ref: os.path.join(repo.common_dir, ref) for ref in LEDGER_REFS}
+        self._loose_refs = {ref: LooseRef(repo.common_dir, ref, self._hex_len) for ref in LEDGER_REFS}
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
         self._gc: subprocess.Popen[bytes] | None = None
 
@@ -178,7 +179,10 @@ class GitStore:
             proc = self.repo.run("rev-parse", "-q", "--verify", ref, check=False)
             return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
         try:
-            return read_ref(self.repo.common_dir, ref, self._hex_len, self._ref_paths.get(ref))
+            loose = self._loose_refs.get(ref)
+            if loose is not None:
+                return loose.read()
+            return read_ref(self.repo.common_dir, ref, self._hex_len)
         except DamagedRefError as exc:
             raise CorruptLedgerError(f"{exc}; {self._repair_hint(ref)}") from exc
 
@@ -642,6 +646,8 @@ class GitStore:
         return self.write_object("commit", ("\n".join(lines) + "\n").encode())
 
     def close(self) -> None:
+        for loose in self._loose_refs.values():
+            loose.close()
         self.journal.close()
         self._reader.close()
         self.repo.close()
