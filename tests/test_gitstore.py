@@ -261,6 +261,44 @@ def test_waiting_for_a_stopped_lock_holder_ends_with_a_clear_message(repo: Path)
     assert run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)["status"] == "created"
 
 
+def test_a_lock_wait_that_times_out_names_every_process_holding_it(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Holders are named from the kernel's lock table, not from ids written into lock files: two
+    appenders holding the ledger lock shared are both named to a fold that waited for them; once
+    they are gone the lock is free."""
+    import subprocess
+    import sys
+
+    from gitledger.core.errors import GitError
+
+    script = (
+        "import sys, time; from gitledger.git.repo import GitRepo\n"
+        "with GitRepo.discover(sys.argv[1]).append_lock(sys.argv[2]):\n"
+        "    print('held', flush=True); time.sleep(60)"
+    )
+    holders = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(repo), f"key-{i}"], stdout=subprocess.PIPE, text=True
+        )
+        for i in range(2)
+    ]
+    monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.3")
+    try:
+        for holder in holders:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        with GitRepo.discover(repo) as r, pytest.raises(GitError) as failed, r.lock():
+            pass
+        pids = sorted(int(p) for p in str(failed.value).split("by processes ")[1].split(";")[0].split(", "))
+        assert pids == sorted(h.pid for h in holders)
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
+    with GitRepo.discover(repo) as r, r.lock():
+        pass
+
+
 def test_a_writer_holding_one_key_does_not_hold_up_other_keys(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -615,11 +653,12 @@ def test_a_forked_child_takes_the_locks_as_a_process_of_its_own(repo: Path, monk
     and names the parent when its wait ends; it does not share the parent's lock."""
     import os
 
+    from gitledger.git.repo import _stripe
+
     monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.3")
     r = GitRepo.discover(repo)
     with r.append_lock("one-key"):
-        stripes = (r.common_dir / "gitledger.locks").glob("*")
-        holder = next(p for p in stripes if p.read_bytes().strip() == str(os.getpid()).encode())
+        holder = r.common_dir / _stripe("one-key")
         read, write = os.pipe()
         child = os.fork()
         if child == 0:  # pragma: no cover - the child reports through the pipe

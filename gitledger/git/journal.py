@@ -54,7 +54,7 @@ from typing import NamedTuple
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
-from gitledger.git.repo import current_pid, lock_timeout, take_flock
+from gitledger.git.repo import current_pid, lock_holders, lock_timeout, take_flock
 
 DAMAGED_PREFIX = b"#damaged-journal-line "
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
@@ -472,9 +472,9 @@ class Journal:
         timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""
         if not take_flock(fd, fcntl.LOCK_EX):
             raise GitError(
-                f"the ledger journal {self.path} has been locked for {lock_timeout(None):g} s by a process "
-                "stopped in its write (Ctrl-Z, SIGSTOP); resume or end it, then try again "
-                "(GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                f"the ledger journal {self.path} has been locked for {lock_timeout(None):g} s by "
+                f"{lock_holders(fd)}, stopped in its write (Ctrl-Z, SIGSTOP); resume or end it, then try "
+                "again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
             )
 
     def _place(self, fd: int, length: int) -> int:

@@ -30,18 +30,12 @@ KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.a
 KEY_STRIPES = 64
 
 
-def _stamp_of(pid: int) -> bytes:
-    return f"{pid:<12}\n".encode()
-
-
 _pid = os.getpid()  # asked on every lock taken: os.getpid() is a system call
-_pid_stamp = _stamp_of(_pid)  # what this process writes into a lock file it holds (_stamp)
 
 
 def _forked() -> None:
-    global _pid, _pid_stamp
+    global _pid
     _pid = os.getpid()
-    _pid_stamp = _stamp_of(_pid)
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -462,8 +456,6 @@ class GitRepo:
             else:
                 self._flock(fd, name, timeout, shared)
             locked = True
-            if not shared:
-                _stamp(fd)
         except BaseException:
             if locked:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -492,7 +484,6 @@ class GitRepo:
                 yield False
                 return
             try:
-                _stamp(fd)
                 yield True
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -517,10 +508,9 @@ class GitRepo:
     def _flock(self, fd: int, name: str, timeout: float | None, shared: bool) -> None:
         if not take_flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, timeout):
             timeout = lock_timeout(timeout)
-            holder = os.pread(self._lock_fd(name)[0], 32, 0).decode(errors="replace").strip()
             raise GitError(
-                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by process "
-                f"{holder or 'unknown'}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
+                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by "
+                f"{lock_holders(fd)}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
                 "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
             )
 
@@ -620,12 +610,26 @@ class _AppendLock:
             _release(ledger)
 
 
-def _stamp(fd: int) -> None:
-    """Write this process's id into a lock file it holds (a waiter that times out names it), unless it
-    is there already: a write dirties the file, a read does not (most holders take the same lock
-    again and again)."""
-    if os.pread(fd, len(_pid_stamp) + 1, 0) != _pid_stamp:
-        os.pwrite(fd, _pid_stamp, 0)
+def lock_holders(fd: int) -> str:
+    """Who holds a lock on the file open at ``fd``: "process N" (or "processes N, M" for a lock held
+    shared), from the kernel's table of locks (``/proc/locks``, Linux), read only when a wait timed
+    out; "another process" where that table is not there. Nothing is written into lock files for it:
+    a holder's id written at every lock taken cost a system call or two per append."""
+    try:
+        st = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            table = fh.read()
+    except OSError:
+        return "another process"
+    file_id = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    pids: list[str] = []
+    for line in table.splitlines():
+        fields = line.split()  # "1: FLOCK ADVISORY WRITE <pid> <dev:ino> 0 EOF"; waiters have "->"
+        if len(fields) > 5 and fields[1] != "->" and fields[5] == file_id and fields[4] not in pids:
+            pids.append(fields[4])
+    if not pids:
+        return "another process"
+    return ("processes " if len(pids) > 1 else "process ") + ", ".join(pids)
 
 
 def lock_timeout(timeout: float | None) -> float:
