@@ -261,38 +261,45 @@ def test_waiting_for_a_stopped_lock_holder_ends_with_a_clear_message(repo: Path)
     assert run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)["status"] == "created"
 
 
-def test_a_lock_wait_that_times_out_names_every_process_holding_it(
+def test_the_ledger_lock_waits_for_every_appender_and_names_the_one_it_waited_for(
     repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Holders are named from the kernel's lock table, not from ids written into lock files: two
-    appenders holding the ledger lock shared are both named to a fold that waited for them; once
-    they are gone the lock is free."""
+    """The ledger lock is every key stripe: it is not taken while any appender holds its key's stripe,
+    and a wait that times out names that appender's process (from the kernel's lock table, not from
+    ids written into lock files). Once the appenders are gone, it is taken."""
     import subprocess
     import sys
 
     from gitledger.core.errors import GitError
+    from gitledger.git.repo import _STRIPES, _stripe
 
+    keys = [f"key-{i}" for i in range(2)]
+    assert _stripe(keys[0]) != _stripe(keys[1])
     script = (
         "import sys, time; from gitledger.git.repo import GitRepo\n"
         "with GitRepo.discover(sys.argv[1]).append_lock(sys.argv[2]):\n"
         "    print('held', flush=True); time.sleep(60)"
     )
-    holders = [
-        subprocess.Popen(
-            [sys.executable, "-c", script, str(repo), f"key-{i}"], stdout=subprocess.PIPE, text=True
+    holders = {
+        key: subprocess.Popen(
+            [sys.executable, "-c", script, str(repo), key], stdout=subprocess.PIPE, text=True
         )
-        for i in range(2)
-    ]
+        for key in keys
+    }
     monkeypatch.setenv("GITLEDGER_LOCK_TIMEOUT", "0.3")
     try:
-        for holder in holders:
+        for holder in holders.values():
             assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        with GitRepo.discover(repo) as r, pytest.raises(GitError) as failed, r.lock():
-            pass
-        pids = sorted(int(p) for p in str(failed.value).split("by processes ")[1].split(";")[0].split(", "))
-        assert pids == sorted(h.pid for h in holders)
+        for key in sorted(keys, key=lambda k: _STRIPES.index(_stripe(k))):  # stripes are taken in order
+            with GitRepo.discover(repo) as r, pytest.raises(GitError) as failed, r.lock():
+                pass
+            assert f"{_stripe(key)} has been held for 0.3 s by process {holders[key].pid};" in str(
+                failed.value
+            )
+            holders[key].kill()
+            holders[key].wait()
     finally:
-        for holder in holders:
+        for holder in holders.values():
             holder.kill()
             holder.wait()
     with GitRepo.discover(repo) as r, r.lock():

@@ -16,6 +16,7 @@ import hashlib
 import os
 import subprocess
 import threading
+import time
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -399,75 +400,69 @@ class GitRepo:
 
     @contextlib.contextmanager
     def lock(
-        self,
-        name: str = LEDGER_LOCK,
-        timeout: float | None = None,
-        *,
-        shared: bool = False,
-        fold: bool = True,
+        self, name: str = LEDGER_LOCK, timeout: float | None = None, *, fold: bool = True
     ) -> Iterator[None]:
-        """The lock shared by all gitledger writers of this repository (worktrees too).
+        """A lock of this repository's gitledger writers (worktrees too), held exclusively: by default
+        the ledger lock, which excludes every journal appender (a fold replacing the journal, sync).
 
-        The ledger's decisions are taken under it (see docs/design.md). It is an ``flock``, so the
-        kernel releases it when its holder dies, whatever the signal; a holder that is alive but
-        stopped (SIGSTOP, Ctrl-Z) is waited for at most ``timeout`` seconds (``GITLEDGER_LOCK_TIMEOUT``,
-        default 60), then this fails naming the process that holds it.
+        Every lock is an ``flock``, so the kernel releases it when its holder dies, whatever the
+        signal; a holder that is alive but stopped (SIGSTOP, Ctrl-Z) is waited for at most ``timeout``
+        seconds (``GITLEDGER_LOCK_TIMEOUT``, default 60) in all, then this fails naming the process
+        that holds it.
 
-        ``shared``: held by many at once (journal appenders, each also holding the lock of its key's
-        stripe, :meth:`append_lock`); the exclusive holder (a fold, sync) excludes them all. The ledger
-        lock is entered through a gate (``gitledger.lock.gate``, held only while the ledger lock is
-        being taken) so that a stream of shared holders cannot starve an exclusive one: flock itself
-        lets new shared holders in while an exclusive one waits.
-
-        Held exclusively, the ledger lock is taken after the fold lock (:data:`FOLD_LOCK`, one folder
-        at a time), unless ``fold=False`` (a folder that holds it already takes the ledger lock to
-        empty the journal).
+        The ledger lock is ``gitledger.lock`` (one exclusive holder at a time) and then the lock of
+        every key stripe, in order: an appender holds only its key's stripe (:meth:`append_lock`), so
+        holding them all excludes every appender, and an append takes one lock, not two. It is taken
+        after the fold lock (:data:`FOLD_LOCK`, one folder at a time), unless ``fold=False`` (a folder
+        that holds it already takes the ledger lock to empty the journal).
         """
         timeout = lock_timeout(timeout)
-        if name == LEDGER_LOCK and not shared and fold:
+        if name == LEDGER_LOCK and fold:
             with self.lock(FOLD_LOCK, timeout), self.lock(name, timeout, fold=False):
                 yield
             return
-        held = self._acquire(name, timeout, shared)
+        deadline = time.monotonic() + timeout
+        held = [self._acquire(name, timeout)]
         try:
+            if name == LEDGER_LOCK:
+                for stripe in _STRIPES:  # in order: two exclusive holders never wait for each other's
+                    held.append(self._acquire(stripe, max(0.001, deadline - time.monotonic()), timeout))
             yield
         finally:
-            _release(held)
+            for one in reversed(held):
+                _release(one)
 
-    def _acquire(self, name: str, timeout: float | None, shared: bool) -> tuple[int, threading.Lock]:
-        """Take the lock ``name`` (the ledger lock through its gate); (descriptor, in-process lock) to
-        hand to :func:`_release`. ``timeout``: None for :func:`lock_timeout`, read only when a wait is
-        needed (an environment lookup, twice per append otherwise)."""
+    def _acquire(
+        self, name: str, timeout: float | None, reported: float | None = None
+    ) -> tuple[int, threading.Lock]:
+        """Take the lock ``name`` exclusively; (descriptor, in-process lock) to hand to
+        :func:`_release`. ``timeout``: None for :func:`lock_timeout`, read only when a wait is needed
+        (an environment lookup, twice per append otherwise); ``reported``: the wait to name when it
+        runs out, if not ``timeout`` (a part of a longer wait)."""
         fd, _, in_process = self._lock_fd(name)
         if not in_process.acquire(blocking=False) and not in_process.acquire(timeout=lock_timeout(timeout)):
-            timeout = lock_timeout(timeout)
+            timeout = lock_timeout(reported if reported is not None else timeout)
             raise GitError(
                 f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by another thread"
             )
-        locked = False
         try:
-            if name == LEDGER_LOCK:
-                gate = self._lock_fd(LEDGER_LOCK + ".gate")[0]
-                self._flock(gate, name, timeout, shared)
-                try:
-                    self._flock(fd, name, timeout, shared)
-                finally:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
-            else:
-                self._flock(fd, name, timeout, shared)
-            locked = True
+            if not take_flock(fd, fcntl.LOCK_EX, timeout):
+                timeout = lock_timeout(reported if reported is not None else timeout)
+                raise GitError(
+                    f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by "
+                    f"{lock_holders(fd)}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
+                    "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                )
         except BaseException:
-            if locked:
-                fcntl.flock(fd, fcntl.LOCK_UN)
             in_process.release()
             raise
         return fd, in_process
 
     def append_lock(self, key: str) -> contextlib.AbstractContextManager[None]:
-        """What every journal append takes: the ledger lock shared, then the lock of ``key``'s stripe
-        (one of :data:`KEY_STRIPES`, by a hash of the key) exclusively. Decisions on one key are
-        serialised, other keys' go on. One context manager rather than two nested generator-based
-        ``lock()`` calls: ~12 instead of ~22 µs, twice per fresh step."""
+        """What every journal append takes: the lock of ``key``'s stripe (one of :data:`KEY_STRIPES`,
+        by a hash of the key), exclusively. Decisions on one key are serialised, other keys' go on; the
+        ledger lock (:meth:`lock`) takes every stripe. A small class rather than a generator-based
+        context manager: a generator costs ~10 µs more, twice per fresh step."""
         return _AppendLock(self, key)
 
     @contextlib.contextmanager
@@ -504,15 +499,6 @@ class GitRepo:
                 raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
             held = self._locks[name] = (fd, _pid, threading.Lock())
         return held
-
-    def _flock(self, fd: int, name: str, timeout: float | None, shared: bool) -> None:
-        if not take_flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX, timeout):
-            timeout = lock_timeout(timeout)
-            raise GitError(
-                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by "
-                f"{lock_holders(fd)}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
-                "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
-            )
 
     def close(self) -> None:
         for fd, pid, _ in self._locks.values():
@@ -583,31 +569,22 @@ def _release(held: tuple[int, threading.Lock]) -> None:
 
 
 class _AppendLock:
-    """:meth:`GitRepo.append_lock`: the ledger lock shared, then the key's stripe exclusively."""
+    """:meth:`GitRepo.append_lock`: the key's stripe, exclusively."""
 
     __slots__ = ("_held", "_key", "_repo")
 
     def __init__(self, repo: GitRepo, key: str) -> None:
         self._repo = repo
         self._key = key
-        self._held: list[tuple[int, threading.Lock]] = []
+        self._held: tuple[int, threading.Lock] | None = None
 
     def __enter__(self) -> None:
-        ledger = self._repo._acquire(LEDGER_LOCK, None, True)
-        try:
-            stripe = self._repo._acquire(_stripe(self._key), None, False)
-        except BaseException:
-            _release(ledger)
-            raise
-        self._held = [stripe, ledger]
+        self._held = self._repo._acquire(_stripe(self._key), None)
 
     def __exit__(self, *exc: object) -> None:
-        stripe, ledger = self._held
-        self._held = []
-        try:
-            _release(stripe)
-        finally:
-            _release(ledger)
+        held, self._held = self._held, None
+        assert held is not None
+        _release(held)
 
 
 def lock_holders(fd: int) -> str:
@@ -658,7 +635,6 @@ def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
     lock over the moment it is free: no polling delay between writers); other threads poll.
     """
     import signal
-    import time
 
     if mode is None:
         mode = fcntl.LOCK_EX
