@@ -354,6 +354,8 @@ class Journal:
         """The event lines of ``key`` in the journal's order; its damaged lines are returned, in their
         place, in a form that never parses as an event."""
         found = list(self.by_key.get(key, ()))
+        if not self.damaged:
+            return found
         placed = 0
         for (bad_key, raw), (index, _) in zip(self.damaged, self._damaged_at, strict=True):
             if bad_key == key:
