@@ -588,10 +588,11 @@ class _AppendLock:
 
 
 def lock_holders(fd: int) -> str:
-    """Who holds a lock on the file open at ``fd``: "process N" (or "processes N, M" for a lock held
-    shared), from the kernel's table of locks (``/proc/locks``, Linux), read only when a wait timed
-    out; "another process" where that table is not there. Nothing is written into lock files for it:
-    a holder's id written at every lock taken cost a system call or two per append."""
+    """Who holds a lock on the file open at ``fd``: "process N" ("processes N, M" if the table lists
+    more than one), from the kernel's table of locks (``/proc/locks``, Linux), read only when a wait
+    timed out; "another process" where that table is not there or does not name the file (a file
+    system whose ``stat`` reports another device than the table). Nothing is written into lock files
+    for it: a holder's id written at every lock taken cost a system call or two per append."""
     try:
         st = os.fstat(fd)
         with open("/proc/locks", encoding="ascii", errors="replace") as fh:
