@@ -15,10 +15,11 @@ Layout (see docs/design.md, *Storage*):
 
 A decision is taken on the merged view: the key's note plus its journal lines (a journal line already
 in the note is not counted twice, so a fold interrupted after its ref update is harmless), under the
-ledger lock held *shared* and the lock of the key's stripe (one of 64, by a hash of the key): writers
-of different keys decide and append side by side, each record one ``O_APPEND`` write of a whole line;
-a fold and sync hold the ledger lock exclusively, so they see no append in flight and nobody decides
-while the refs move. The version of an entry is the blob id its note has, or will have once folded.
+lock of the key's stripe (one of 64, by a hash of the key): writers of different keys decide and
+append side by side, each record one ``pwrite`` of a whole line at a place taken under the journal's
+own lock. The ledger lock is every stripe: a fold replacing the journal, and sync, hold it, so they see
+no append in flight and nobody decides meanwhile. The version of an entry is the blob id its note has,
+or will have once folded.
 
 The **fold** (group commit) writes every journaled event into the notes in one commit: objects go into
 one pack guarded by a ``.keep`` (no gc or prune can take them before the refs point at them), then the
@@ -394,7 +395,7 @@ class GitStore:
             self._durable_set = True
         journal = self.journal
         for _ in range(MAX_TRIES):
-            # the ledger lock shared (a fold or sync holds it exclusively) and the key's stripe: the
+            # the key's stripe (the ledger lock, which a fold or sync holds, is every stripe): the
             # decision on this key and the append are atomic; other keys' writers go on meanwhile
             with self.repo.append_lock(intent.key):
                 journal.refresh()
