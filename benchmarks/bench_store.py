@@ -2,7 +2,8 @@
 
     python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
                                      [--writers 1,2,4,8] [--per-writer 300] [--writer-rounds 1]
-                                     [--growth 2000] [--only PARTS] [--quick] [--json OUT]
+                                     [--growth 2000] [--growth-base 10000] [--only PARTS] [--quick]
+                                     [--json OUT]
 
 Every measured engine runs in a child process of its own, round by round in a rotating order, so load
 on the shared cores hits all alike; read the ratios, not the absolute figures.
@@ -22,9 +23,11 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
   of ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost). SQLite's log is
   reused in place here too (a connection of this process keeps it through the run).
-- **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one:
-  bytes of ``.git`` added per entry as written (after a flush) and after ``git gc``, and loose object
-  files per step.
+- **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one,
+  and by this engine into a ledger of ``--growth-base`` entries (10 000 by default, the size of the
+  issue's own measurements): bytes of ``.git`` added per entry as written (after a flush) and after
+  ``git gc``, and loose object files per step. A fold rewrites the fan-out levels its keys fall in,
+  and those grow with the ledger, so a larger ledger adds more per entry.
 
 ``--only in_process,writers,growth`` runs some of the parts. ``benchmarks/run.py`` runs all of them
 (``run()``) for ``REPORT.md``.
@@ -56,6 +59,7 @@ from benchmarks.ledgers import SqliteStore  # noqa: E402
 from benchmarks.report import STORE_ENGINES, store_targets  # noqa: E402
 
 BASELINE = "c7649aa"  # main before the journal (issue 14)
+GROWTH_BASE = 10_000  # the ledger size of the issue's own measurements
 
 CHILD = """
 import json, random, sys, time
@@ -355,11 +359,16 @@ if sys.argv[4] == "flush" and hasattr(GitStore, "flush"):  # (an engine without 
 """
 
 
-def growth(work: Path, n: int, tree: Path = ROOT, tag: str = "") -> dict[str, Any]:
+def growth(work: Path, n: int, tree: Path = ROOT, tag: str = "", base: int = 0) -> dict[str, Any]:
     """Bytes added to ``.git`` by ``n`` fresh steps (durable, the default), as written (after a flush)
-    and after ``git gc``; ``tree``: the checkout whose engine writes them (the baseline too)."""
+    and after ``git gc``; ``tree``: the checkout whose engine writes them (the baseline too); ``base``:
+    entries the ledger holds before (built as one pack, then ``git gc``): a fold rewrites fan-out levels
+    that grow with the ledger, so the bytes per entry do too."""
     repo = init_repo(work / f"growth{tag}")
     env = bench_env({"PYTHONPATH": str(tree)})
+    if base:
+        build_git(repo, make_steps(base))
+        subprocess.run(["git", "gc", "-q"], cwd=repo, env=env, check=True)
     flags = ["-S"] if tree != ROOT else []
     before, loose_before = disk_bytes(repo / ".git")
     run = [PY, *flags, "-c", GROWER, str(repo)]
@@ -371,6 +380,7 @@ def growth(work: Path, n: int, tree: Path = ROOT, tag: str = "") -> dict[str, An
     after_gc, _ = disk_bytes(repo / ".git")
     return {
         "entries": n,
+        "ledger_before": base,
         "bytes_per_entry_written": (written - before) / n,
         "bytes_per_entry_before_flush": (journaled - before) / n,
         "bytes_per_entry_after_gc": (after_gc - before) / n,
@@ -393,6 +403,12 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default="", help="comma-separated parts to run: in_process, writers, growth (default all)"
     )
     parser.add_argument("--growth", type=int, default=2000)
+    parser.add_argument(
+        "--growth-base",
+        type=int,
+        default=GROWTH_BASE,
+        help="entries of the ledger the growth is measured on too, besides an empty one (0: only empty)",
+    )
     parser.add_argument("--quick", action="store_true", help="10 000 entries, 3 rounds, fewer steps")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument(
@@ -414,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
             per_writer=args.per_writer,
             writer_rounds=args.writer_rounds,
             growth_steps=args.growth,
+            growth_base=args.growth_base,
             parts=args.only.split(",") if args.only else PARTS,
             with_peers=not args.no_peers,
         )
@@ -438,6 +455,7 @@ def run(
     per_writer: int = 300,
     writer_rounds: int = 1,
     growth_steps: int = 2000,
+    growth_base: int = GROWTH_BASE,
     parts: list[str] | tuple[str, ...] = PARTS,
     with_peers: bool = True,
 ) -> dict[str, Any]:
@@ -455,6 +473,8 @@ def run(
         report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
     if "growth" in parts:
         report["growth"] = growth(work, growth_steps)
+        if growth_base:
+            report["growth_large"] = growth(work, growth_steps, tag=f"-{growth_base}", base=growth_base)
         if tree is not None:
             try:
                 report["growth_previous"] = growth(work, growth_steps, tree, "-previous")
@@ -475,11 +495,12 @@ def print_report(report: dict[str, Any], large: int) -> None:
         print("writers: steps/s, median of the rounds (lost)")
         for name, row in wr.items():
             print(f"  {name:<22} {row['steps_per_s']:>8.0f}  ({row['lost']})")
-    for name in ("growth", "growth_previous"):
+    for name in ("growth", "growth_large", "growth_previous"):
         gr = report.get(name)
         if gr:
             print(
-                f"{name} over {gr['entries']} entries: {gr['bytes_per_entry_written']:.0f} B/entry written, "
+                f"{name} over {gr['entries']} entries (ledger of {gr.get('ledger_before', 0)} before): "
+                f"{gr['bytes_per_entry_written']:.0f} B/entry written, "
                 f"{gr['bytes_per_entry_after_gc']:.0f} B/entry after git gc, "
                 f"{gr['loose_objects_per_step']:.2f} loose objects per step"
             )

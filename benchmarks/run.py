@@ -53,6 +53,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "per_writer": 300,
             "writer_rounds": 3,
             "growth_steps": 1_000,
+            "growth_base": 10_000,
         },
     },
     "quick": {
@@ -69,6 +70,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "reps": 50,
             "per_writer": 100,
             "growth_steps": 300,
+            "growth_base": 10_000,
         },
     },
     # the smallest configuration of everything: what tests/test_benchmarks_smoke.py runs
@@ -87,6 +89,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "writer_counts": [1, 2],
             "per_writer": 3,
             "growth_steps": 5,
+            "growth_base": 50,
         },
     },
 }

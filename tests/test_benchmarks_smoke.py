@@ -120,6 +120,8 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
     assert store["growth"]["entries"] == 5 and _finite(store["growth"]["bytes_per_entry_after_gc"])
+    large = store["growth_large"]  # the same steps into a ledger that held entries before
+    assert (large["entries"], large["ledger_before"]) == (5, 50) and _finite(large["bytes_per_entry_written"])
     from benchmarks import peers
 
     for peer in peers.available():  # the optional peers, where they are installed
@@ -132,7 +134,7 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
         assert f"| {peer} |" in report
     assert "## 6. Storage engine" in report
     issue14 = [t for t in data["targets"] if t["target"].endswith("(issue 14)")]
-    assert len(issue14) == 12, [t["target"] for t in issue14]
+    assert len(issue14) == 15, [t["target"] for t in issue14]
 
     assert {t["target"] for t in data["targets"]} >= {
         "run-step skip path median < 150 ms (issue 2)",
