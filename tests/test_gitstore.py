@@ -10,6 +10,7 @@ import pytest
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import StepKey
 from gitledger.core.store import Intent
+from gitledger.git.objects import hash_object
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
 from testing.repos import git, init_repo, run_gitledger, run_json
@@ -207,7 +208,8 @@ def test_trees_are_formatted_as_git_formats_them(repo: Path):
                 f"{'040000 tree' if mode == '40000' else '100644 blob'} {oid}\t{name}\n"
                 for name, (mode, oid) in entries.items()
             )
-            assert r.hash_object("tree", format_tree(entries))[0] == git("mktree", cwd=repo, input=listing)
+            made = hash_object("tree", format_tree(entries), r.object_format)
+            assert made == git("mktree", cwd=repo, input=listing)
 
 
 def test_a_stale_ref_lock_left_by_a_dead_writer_is_removed_and_said(repo: Path):
@@ -484,6 +486,7 @@ import json, sys, time
 from gitledger.core.checks import LedgerCheck
 from gitledger.core.keys import StepKey
 from gitledger.core.protocol import ActionResult, StepRunner
+from gitledger.git.objects import hash_object
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import GitStore
 store = GitStore(GitRepo.discover(sys.argv[1]), "fsync")

@@ -101,17 +101,17 @@ def test_union_lines_keeps_local_order_then_remote_only_lines_once() -> None:
 def test_tree_merge_rewrites_a_foreign_fanout_in_the_standard_layout(repo: Path) -> None:
     with GitRepo.discover(repo) as git_repo:
         store = GitStore(git_repo)
-        a = git_repo.write_object("blob", b'{"id":"a"}\n')
-        b = git_repo.write_object("blob", b'{"id":"b"}\n')
+        a = store.write_object("blob", b'{"id":"a"}\n')
+        b = store.write_object("blob", b'{"id":"b"}\n')
         name = "ab" * 20
         flat = store.trees.write_tree({name: ("100644", a)})  # fanout 0, as 'git notes' writes small trees
         fanned = store.trees.put_many(None, {("ab", "ab", name[4:]): b})
-        merger = TreeMerger(store, lambda left, right: git_repo.write_object("blob", b"merged\n"))
+        merger = TreeMerger(store, lambda left, right: store.write_object("blob", b"merged\n"))
         merged = merger.merge(flat, fanned)
         assert merger.blobs_merged == 1
         found = store.trees.find(merged, name)
         assert found is not None and found[0] == ["ab", "ab", name[4:]]
-        assert list(store.trees.walk(merged)) == [(name, git_repo.write_object("blob", b"merged\n"))]
+        assert list(store.trees.walk(merged)) == [(name, store.write_object("blob", b"merged\n"))]
 
 
 def test_two_clones_sync_both_ways_to_the_union_and_a_second_sync_changes_nothing(tmp_path: Path) -> None:

@@ -1,18 +1,19 @@
 """The one adapter between gitledger and git.
 
 Every git call goes through :class:`GitRepo`, which turns git failures into gitledger errors with a
-message a user can act on. Reads go through one persistent ``git cat-file --batch`` process; objects
-are written in-process as loose objects (zlib + the repository's hash, the same bytes git writes), and
-refs move only through ``git update-ref --stdin`` transactions with expected old values
-(compare-and-swap), sent to one persistent ``update-ref --stdin`` process. This keeps a ledger
-transition free of process starts; see docs/design.md for the measurements behind that choice.
+message a user can act on. It also holds the repository's locks (the ledger lock, the key stripes, the
+fold lock: ``flock`` files in the common git directory). Names other than object ids are read through
+one persistent ``git cat-file --batch`` process, and :meth:`GitRepo.update_refs` moves refs through
+``git update-ref --stdin`` transactions with expected old values (compare-and-swap). The ledger itself
+is read and written in-process by the store (:mod:`gitledger.git.objects`, :mod:`gitledger.git.store`):
+objects from packs and loose files, new objects as one pack per fold, and its refs moved by a fresh
+``update-ref`` process each time (:mod:`gitledger.git.refupdate`); see docs/design.md.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import subprocess
 import threading
@@ -345,38 +346,6 @@ class GitRepo:
         except GitError:
             self.close()  # the reader stopped; the next read starts a new one
             raise
-
-    def hash_object(self, kind: str, data: bytes) -> tuple[str, bytes]:
-        """The object id of ``data`` and its full loose-object bytes (header + data)."""
-        raw = f"{kind} {len(data)}\0".encode() + data
-        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
-        return algo(raw).hexdigest(), raw
-
-    def write_object(self, kind: str, data: bytes) -> str:
-        """Write a loose object in-process (as git does: compressed, read-only, atomic rename)."""
-        oid, raw = self.hash_object(kind, data)
-        folder = os.path.join(self.objects_dir, oid[:2])
-        final = os.path.join(folder, oid[2:])
-        if os.path.exists(final):
-            return oid
-        import tempfile
-
-        try:  # the fan-out folder almost always exists: create it only when it does not
-            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
-        except FileNotFoundError:
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(folder)
-            fd, tmp = tempfile.mkstemp(prefix="tmp_obj_", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(zlib.compress(raw, 1))
-                os.fchmod(fh.fileno(), 0o444)
-            os.replace(tmp, final)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        return oid
 
     # -- refs --------------------------------------------------------------------------------------
 
