@@ -171,3 +171,23 @@ def test_fdatasync_benchmark_refuses_bad_counts(capsys: pytest.CaptureFixture[st
             bench_fdatasync.main(argv)
         assert exc.value.code == 2
         assert "error:" in capsys.readouterr().err
+
+
+def test_ab_compares_two_revisions_and_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/ab.py`` (what fix commits quote) runs end to end and removes its work directory."""
+    import tempfile
+
+    from benchmarks import ab
+
+    before = set(Path(tempfile.gettempdir()).glob("gitledger-ab-*"))
+    saved = dict(os.environ)
+    try:
+        assert ab.main(["HEAD", "HEAD", "--rounds", "2", "--size", "20", "--reps", "3"]) == 0
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert set(Path(tempfile.gettempdir()).glob("gitledger-ab-*")) == before
+    printed = capsys.readouterr().out
+    for metric in ("floor", "skip", "fresh", "in_skip", "in_fresh", "cpu_fresh"):
+        row = next(line for line in printed.splitlines() if line.split()[:1] == [metric])
+        assert all(_finite(float(cell)) for cell in row.split()[1:])
