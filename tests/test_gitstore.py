@@ -486,7 +486,6 @@ import json, sys, time
 from gitledger.core.checks import LedgerCheck
 from gitledger.core.keys import StepKey
 from gitledger.core.protocol import ActionResult, StepRunner
-from gitledger.git.objects import hash_object
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import GitStore
 store = GitStore(GitRepo.discover(sys.argv[1]), "fsync")
