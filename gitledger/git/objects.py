@@ -389,15 +389,21 @@ def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40, path: str | No
             data = _read_small(path)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return _packed_ref(common_dir, ref, hex_len)
-        text = data.strip()
         if data.startswith(b"ref: "):
-            ref = text[5:].decode(errors="replace")
+            ref = data.strip()[5:].decode(errors="replace")
             path = os.path.join(common_dir, ref)
             continue
-        if len(text) == hex_len and _HEX.fullmatch(text):
-            return text.decode()
+        oid = _object_id(data, hex_len)
+        if oid is not None:
+            return oid
         raise DamagedRefError(ref, path, data)
     return None
+
+
+def _object_id(data: bytes, hex_len: int) -> str | None:
+    """The object id a ref file holds directly (a symbolic ``ref: ...`` is never one), else None."""
+    text = data.strip()
+    return text.decode() if len(text) == hex_len and _HEX.fullmatch(text) else None
 
 
 def _read_small(path: str) -> bytes:
@@ -454,13 +460,12 @@ class LooseRef:
             return _packed_ref(self._common_dir, self._ref, self._hex_len)
         try:
             st = os.fstat(fd)
-            data = os.read(fd, 4096)
-            text = data.strip()
-            if len(text) == self._hex_len and not data.startswith(b"ref: ") and _HEX.fullmatch(text):
+            oid = _object_id(os.read(fd, 4096), self._hex_len)
+            if oid is not None:
                 self._fd, fd = fd, None
                 self._seen = (st.st_size, st.st_mtime_ns)
-                self._oid = text.decode()
-                return self._oid
+                self._oid = oid
+                return oid
         finally:
             if fd is not None:
                 os.close(fd)
