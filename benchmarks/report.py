@@ -154,8 +154,7 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
     for growth in (store.get("growth"), store.get("growth_large")):
         if not growth:
             continue
-        base = growth.get("ledger_before", 0)
-        where = f"a ledger of {base:,} entries" if base else "an empty repository"
+        where = _grown_into(growth)
         for field, limit, name in (
             ("bytes_per_entry_written", 2048, "≤ 2 KB per entry as written"),
             ("bytes_per_entry_after_gc", 700, "≤ 700 B per entry after `git gc`"),
@@ -170,6 +169,12 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def _grown_into(growth: dict[str, Any]) -> str:
+    """What a growth measurement's steps were written into."""
+    base = growth.get("ledger_before", 0)
+    return f"a ledger of {base:,} entries" if base else "an empty repository"
 
 
 def render_store(store: dict[str, Any]) -> list[str]:
@@ -236,8 +241,7 @@ def render_store(store: dict[str, Any]) -> list[str]:
     ):
         growth = store.get(name)
         if growth:
-            base = growth.get("ledger_before", 0)
-            where = f"a ledger of {base:,} entries" if base else "an empty repository"
+            where = _grown_into(growth)
             add(
                 f"Growth, {who}: {growth['entries']:,} fresh steps into {where}: "
                 f"{growth['bytes_per_entry_written']:.0f} B per entry as written, "
