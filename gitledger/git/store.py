@@ -75,12 +75,7 @@ from gitledger.git.trees import Trees
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
 LEDGER_REFS = (NOTES_REF, INTENTS_REF)
-FANOUT = 2
 MAX_TRIES = 100
-
-
-def fanout(name: str) -> list[str]:
-    return [name[2 * i : 2 * i + 2] for i in range(FANOUT)] + [name[2 * FANOUT :]]
 
 
 # fold the journal into the notes after this many events (512 fresh steps) ... A fold's fixed cost (a
@@ -514,8 +509,8 @@ class GitStore:
         aside: set[str] = set()  # keys whose lines were set aside (once, whatever the tries)
         for _ in range(MAX_TRIES):
             notes, intents = self.tip(NOTES_REF), self.tip(INTENTS_REF)
-            note_changes: dict[tuple[str, ...], str] = {}
-            intent_changes: dict[tuple[str, ...], str] = {}
+            note_changes: dict[str, str] = {}
+            intent_changes: dict[str, str] = {}
             folded: list[str] = []
             for key in keys:
                 raw = journal.intents.get(key)
@@ -531,14 +526,12 @@ class GitStore:
                 merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
                 if not damaged and old is not None and merged == old:
                     continue  # already folded (a fold that died before it emptied the journal)
-                note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
-                    "blob", merged
-                )
+                note_changes[intent_oid] = self.write_object("blob", merged)
                 folded += [f"{state_of(line)} {key}" for line in journal.lines(key)]
                 at = self.trees.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
-                    intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
+                    intent_changes[key_digest(key)] = intent_oid
             if not note_changes:
                 self._rotate(end, exclusive)
                 return 0
