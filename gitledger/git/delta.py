@@ -91,3 +91,33 @@ def encode_delta(base: bytes, target: bytes, limit: int) -> bytes | None:
         out.append(_insert(target[literal:]))
         size += len(out[-1])
     return None if size >= limit else b"".join(out)
+
+
+# a blob of at least DELTA_MIN bytes (a note; intents are ~150 B) is stored as a delta of one of the
+# last DELTA_BASES blobs of its pack stored whole, when the delta is under a quarter of its size, else
+# whole, and it becomes a base (see gitledger/git/delta.py). Notes of one process come out ~18 % of
+# their size (their owner is the same), of another process ~27 %: those start a base of their own
+DELTA_MIN = 256
+DELTA_BASES = 4
+
+
+def delta_of(data: bytes, bases: list[tuple[bytes, int]]) -> tuple[int, bytes] | None:
+    """(the offset of the base, the delta) for the first of ``bases`` (latest first) that ``data``
+    is a delta of under a quarter of its size, or None."""
+    for base, offset in reversed(bases):
+        patch = encode_delta(base, data, len(data) // 4)
+        if patch is not None:
+            return offset, patch
+    return None
+
+
+def offset_back(distance: int) -> bytes:
+    """An ``OFS_DELTA`` entry's distance back to its base: big-endian base-128, each byte but the
+    last one less than its value (git's encoding)."""
+    out = [distance & 0x7F]
+    distance >>= 7
+    while distance:
+        distance -= 1
+        out.append(0x80 | (distance & 0x7F))
+        distance >>= 7
+    return bytes(reversed(out))

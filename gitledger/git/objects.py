@@ -31,7 +31,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from gitledger.git.delta import encode_delta
+from gitledger.git.delta import DELTA_BASES, DELTA_MIN, delta_of, offset_back
 
 _HEX = re.compile(rb"[0-9a-f]+")
 TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
@@ -547,36 +547,6 @@ def _tree_entry(data: bytes) -> bytes:
     return zlib.compress(data, 1)
 
 
-# a blob of at least DELTA_MIN bytes (a note; intents are ~150 B) is stored as a delta of one of the
-# last DELTA_BASES blobs of its pack stored whole, when the delta is under a quarter of its size, else
-# whole, and it becomes a base (see gitledger/git/delta.py). Notes of one process come out ~18 % of
-# their size (their owner is the same), of another process ~27 %: those start a base of their own
-DELTA_MIN = 256
-DELTA_BASES = 4
-
-
-def _delta_of(data: bytes, bases: list[tuple[bytes, int]]) -> tuple[int, bytes] | None:
-    """(the offset of the base, the delta) for the first of ``bases`` (latest first) that ``data``
-    is a delta of under a quarter of its size, or None."""
-    for base, offset in reversed(bases):
-        patch = encode_delta(base, data, len(data) // 4)
-        if patch is not None:
-            return offset, patch
-    return None
-
-
-def _offset_back(distance: int) -> bytes:
-    """An ``OFS_DELTA`` entry's distance back to its base: big-endian base-128, each byte but the
-    last one less than its value (git's encoding)."""
-    out = [distance & 0x7F]
-    distance >>= 7
-    while distance:
-        distance -= 1
-        out.append(0x80 | (distance & 0x7F))
-        distance >>= 7
-    return bytes(reversed(out))
-
-
 def _zlib_stored(data: bytes) -> bytes:
     """``data`` as a zlib stream of stored (uncompressed) blocks, which every zlib reader inflates."""
     out = bytearray(b"\x78\x01")  # deflate with a 32 KB window, "fastest"; the check bits are right
@@ -632,10 +602,10 @@ def write_pack(
     bases: list[tuple[bytes, int]] = []  # blobs stored whole, the latest last: (data, offset)
     for oid, (kind, data) in unique.items():
         start = len(body)
-        delta = _delta_of(data, bases) if kind == "blob" and len(data) >= DELTA_MIN else None
+        delta = delta_of(data, bases) if kind == "blob" and len(data) >= DELTA_MIN else None
         if delta is not None:
             base_at, patch = delta
-            body += _varint_header(OFS_DELTA, len(patch)) + _offset_back(start - base_at)
+            body += _varint_header(OFS_DELTA, len(patch)) + offset_back(start - base_at)
             body += zlib.compress(patch, 1)
         else:
             body += _varint_header(TYPE_CODES[kind], len(data))
