@@ -78,15 +78,15 @@ LEDGER_REFS = (NOTES_REF, INTENTS_REF)
 MAX_TRIES = 100
 
 
-# fold the journal into the notes after this many events (512 fresh steps) ... A fold's fixed cost (a
-# git process, two root trees, two commits, their fsyncs) is per fold, and so are the fan-out levels
-# it rewrites: one per key at first, but the keys of a larger fold share more of them, and the levels
-# grow with the ledger (~1.1 KB each at 10 000 entries, 7.4 KB at 100 000). Into a 10 000-entry ledger
-# a fresh step wrote 2.3 KB folding every 512 events, 1.8 KB every 1 024, 1.4 KB every 2 048; a fold
-# cost ~110, ~100 and ~75 us of CPU per step. The journal a new process parses is at most this many
-# lines (~3 us each: 3 ms at 1 024)
-FOLD_EVENTS = 1024
-FOLD_BYTES = 1024 * 1024  # ... or this many bytes of journal (1 024 events of fresh steps are ~560 KiB)
+# fold the journal into the notes after this many events (1 024 fresh steps) ... A fold's fixed cost
+# (a git process, two root trees, two commits, their fsyncs) is per fold, and so are the levels it
+# rewrites: one per key at first, but the keys of a larger fold share more of them, and the levels
+# grow with the ledger (~40 notes, ~2 KB deflated, at 10 000 entries). Into a 10 000-entry ledger, 3 072
+# fresh steps wrote 2.2 KB per step folding every 1 024 events, 1.7 KB every 1 536, 1.4 KB every 2 048
+# (benchmarks/README.md). The journal a new process parses is at most this many lines (~3.6 us each:
+# 7 ms at 2 048, half that on average)
+FOLD_EVENTS = 2048
+FOLD_BYTES = 2 * 1024 * 1024  # ... or this many bytes of journal (2 048 events of fresh steps are ~1.1 MiB)
 # every fold leaves a pack; past this many packs (git's default gc.autoPackLimit) the store asks
 # 'git gc --auto' to consolidate them, as git does after a commit (git decides, by its own settings)
 AUTO_GC_PACKS = 50
