@@ -38,9 +38,8 @@ from gitledger.core.events import encode_event  # noqa: E402
 from gitledger.core.keys import Content, StepKey, key_digest  # noqa: E402
 from gitledger.core.store import Intent  # noqa: E402
 from gitledger.git.repo import GitRepo  # noqa: E402
-from gitledger.git.store import NOTES_REF, GitStore, intent_bytes  # noqa: E402
+from gitledger.git.store import NOTES_REF, GitStore, fanout, intent_bytes  # noqa: E402
 from gitledger.git.sync import LedgerSync  # noqa: E402
-from gitledger.git.trees import layout  # noqa: E402
 
 
 def git(*args: str, cwd: Path, input: bytes | None = None) -> str:
@@ -64,29 +63,24 @@ def events_for(key: StepKey, side: str, n: int) -> bytes:
     return encode_event(claim) + encode_event(done)
 
 
-def inline(blobs: dict[str, bytes]) -> list[bytes]:
-    """fast-import commands writing each blob at its name's path in the ledger's layout."""
-    paths = layout(blobs)
-    return [
-        b"M 100644 inline %s\ndata %d\n%s\n" % (paths[name].encode(), len(data), data)
-        for name, data in blobs.items()
-    ]
-
-
 def fast_import(repo: Path, side: str, n: int, shared: int) -> None:
-    """Write a ledger of ``n`` keys (the first ``shared`` common to both sides) in one pack, laid out
-    as a fold of them all would lay it out."""
-    intents: dict[str, bytes] = {}
-    notes: dict[str, bytes] = {}
+    """Write a ledger of ``n`` keys (the first ``shared`` common to both sides) in one pack."""
+    intents: list[bytes] = []
+    notes: list[bytes] = []
     for i in range(n):
         task = "shared" if i < shared else f"task-{side}"
         key = StepKey.derive(task, f"step-{i}", Content.empty())
         intent = intent_bytes(Intent.of(key))
-        intents[key_digest(key.key)] = intent
-        notes[blob_oid(intent)] = events_for(key, side, i)
+        note = events_for(key, side, i)
+        path = "/".join(fanout(key_digest(key.key)))
+        intents.append(b"M 100644 inline %s\ndata %d\n%s\n" % (path.encode(), len(intent), intent))
+        notes.append(
+            b"M 100644 inline %s\ndata %d\n%s\n"
+            % ("/".join(fanout(blob_oid(intent))).encode(), len(note), note)
+        )
     header = b"committer bench <bench@localhost> 1714557600 +0000\ndata 12\nbench ledger\n"
-    intents_commit = [b"commit refs/gitledger/intents\n", header, *inline(intents), b"\n"]
-    notes_commit = [b"commit refs/notes/gitledger\n", header, *inline(notes), b"\n"]
+    intents_commit = [b"commit refs/gitledger/intents\n", header, *intents, b"\n"]
+    notes_commit = [b"commit refs/notes/gitledger\n", header, *notes, b"\n"]
     stream = b"".join([*intents_commit, *notes_commit])
     git("fast-import", "--quiet", cwd=repo, input=stream)
 

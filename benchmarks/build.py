@@ -25,7 +25,7 @@ from gitledger.core.owner import Owner
 from gitledger.core.protocol import StepRunner, iso
 from gitledger.core.store import Intent, MemoryStore, Store
 from gitledger.git.repo import GitRepo
-from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore, intent_bytes
+from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore, fanout, intent_bytes
 
 BUILD_OWNER = Owner("bench-host", "bench-boot", 4242, "1", "0123456789abcdef")
 
@@ -52,13 +52,13 @@ def build_git(repo_path: Path, steps: list[StepKey]) -> None:
         if repo.read(NOTES_REF) is not None or repo.read(INTENTS_REF) is not None:
             raise RuntimeError(f"{repo_path} already has a ledger; build into a fresh repository")
         store = GitStore(repo, "none")
-        intents: dict[str, str] = {}
-        notes: dict[str, str] = {}
+        intents: dict[tuple[str, ...], str] = {}
+        notes: dict[tuple[str, ...], str] = {}
         for step in steps:
             intent_oid = store.write_object("blob", intent_bytes(Intent.of(step)))
-            intents[key_digest(step.key)] = intent_oid
+            intents[tuple(fanout(key_digest(step.key)))] = intent_oid
             note = b"".join(encode_event(e) for e in entry_events(step))
-            notes[intent_oid] = store.write_object("blob", note)
+            notes[tuple(fanout(intent_oid))] = store.write_object("blob", note)
         updates: list[tuple[str, str, str | None]] = []
         for ref, changes, message in (
             (INTENTS_REF, intents, f"gitledger: intent bulk import of {len(steps)} entries"),

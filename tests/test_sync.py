@@ -98,27 +98,20 @@ def test_union_lines_keeps_local_order_then_remote_only_lines_once() -> None:
     assert union_lines(b"garbage\n", remote).startswith(b"garbage\n")
 
 
-def test_tree_merge_of_two_fanouts_writes_the_layout_of_the_merged_names(repo: Path) -> None:
-    """One side flat (as git notes writes small trees), the other fanned out two levels (as gitledger
-    wrote every tree before it followed git's rule): the merge holds the merged note once, laid out
-    by the rule (one note: flat)."""
+def test_tree_merge_rewrites_a_foreign_fanout_in_the_standard_layout(repo: Path) -> None:
     with GitRepo.discover(repo) as git_repo:
         store = GitStore(git_repo)
         a = store.write_object("blob", b'{"id":"a"}\n')
         b = store.write_object("blob", b'{"id":"b"}\n')
-        other = store.write_object("blob", b'{"id":"c"}\n')
         name = "ab" * 20
-        flat = store.trees.write_tree({name: ("100644", a)})
-        inner = store.trees.write_tree({name[4:]: ("100644", b), "cd" * 18: ("100644", other)})
-        fanned = store.trees.write_tree({"ab": ("40000", store.trees.write_tree({"ab": ("40000", inner)}))})
+        flat = store.trees.write_tree({name: ("100644", a)})  # fanout 0, as 'git notes' writes small trees
+        fanned = store.trees.put_many(None, {("ab", "ab", name[4:]): b})
         merger = TreeMerger(store, lambda left, right: store.write_object("blob", b"merged\n"))
         merged = merger.merge(flat, fanned)
         assert merger.blobs_merged == 1
         found = store.trees.find(merged, name)
-        assert found is not None and found[0] == [name]
-        assert sorted(store.trees.walk(merged)) == sorted(
-            [(name, store.write_object("blob", b"merged\n")), ("abab" + "cd" * 18, other)]
-        )
+        assert found is not None and found[0] == ["ab", "ab", name[4:]]
+        assert list(store.trees.walk(merged)) == [(name, store.write_object("blob", b"merged\n"))]
 
 
 def test_two_clones_sync_both_ways_to_the_union_and_a_second_sync_changes_nothing(tmp_path: Path) -> None:

@@ -529,24 +529,12 @@ def _varint_header(kind: int, size: int) -> bytes:
     return bytes(out)
 
 
-# fan-out levels and small trees are stored in a pack uncompressed (a zlib stream of "stored"
-# blocks); blobs, commits and larger leaf levels are deflated (level 1). A fan-out level is two thirds
-# binary object ids, which deflate cannot shrink: a full one (256 subtrees, 7.4 KB) came out only 18 %
-# smaller, for ~16 us of inflating on every lookup that reads it, and a one-entry leaf (~64 B) 2-3
-# bytes *larger*, for ~10 us of zlib set-up. A leaf level of notes (``100644 <38 hex>``, ~40 entries
-# at 10 000 entries) is over half hex names and comes out ~24 % smaller (2 574 -> 1 969 B), which
-# matters because a fold rewrites hundreds of them. 'git gc' keeps a stored or deflated object as it
-# is (it copies pack entries it does not deltify; older versions become deltas of it)
-STORED_TREE_MAX = 512  # a tree up to this size is stored whatever it holds
-
-
-def _tree_entry(data: bytes) -> bytes:
-    """A tree's pack data: deflated if it is a leaf level large enough to gain, else stored."""
-    if len(data) <= STORED_TREE_MAX or data.startswith(b"40000 "):
-        return _zlib_stored(data)
-    return zlib.compress(data, 1)
-
-
+# trees are stored in a pack uncompressed (a zlib stream of "stored" blocks); blobs and commits are
+# deflated (level 1). Two thirds of a tree's bytes are binary object ids, which deflate cannot shrink:
+# a leaf of the ledger (~64 B) came out of zlib 2-3 bytes *larger*, for ~10 us of zlib set-up each,
+# and a full fan-out level (256 subtrees, 7.4 KB) only 18 % smaller, for ~16 us of inflating on every
+# lookup that reads it (the one object whose size grows with the ledger). 'git gc' keeps a stored
+# object as it is (it copies pack entries it does not deltify; older versions become deltas of it)
 def _zlib_stored(data: bytes) -> bytes:
     """``data`` as a zlib stream of stored (uncompressed) blocks, which every zlib reader inflates."""
     out = bytearray(b"\x78\x01")  # deflate with a 32 KB window, "fastest"; the check bits are right
@@ -609,7 +597,7 @@ def write_pack(
             body += zlib.compress(patch, 1)
         else:
             body += _varint_header(TYPE_CODES[kind], len(data))
-            body += _tree_entry(data) if kind == "tree" else zlib.compress(data, 1)
+            body += _zlib_stored(data) if kind == "tree" else zlib.compress(data, 1)
             if kind == "blob" and len(data) >= DELTA_MIN:
                 bases.append((data, start))
                 del bases[:-DELTA_BASES]

@@ -75,16 +75,21 @@ from gitledger.git.trees import Trees
 NOTES_REF = "refs/notes/gitledger"
 INTENTS_REF = "refs/gitledger/intents"
 LEDGER_REFS = (NOTES_REF, INTENTS_REF)
+FANOUT = 2
 MAX_TRIES = 100
 
 
+def fanout(name: str) -> list[str]:
+    return [name[2 * i : 2 * i + 2] for i in range(FANOUT)] + [name[2 * FANOUT :]]
+
+
 # fold the journal into the notes after this many events (1 024 fresh steps) ... A fold's fixed cost
-# (a git process, two root trees, two commits, their fsyncs) is per fold, and so are the levels it
-# rewrites: one per key at first, but the keys of a larger fold share more of them, and the levels
-# grow with the ledger (~40 notes, ~2 KB deflated, at 10 000 entries). Into a 10 000-entry ledger, 3 072
-# fresh steps wrote 2.2 KB per step folding every 1 024 events, 1.7 KB every 1 536, 1.4 KB every 2 048
-# (benchmarks/README.md). The journal a new process parses is at most this many lines (~3.6 us each:
-# 7 ms at 2 048, half that on average)
+# (a git process, two root trees, two commits, their fsyncs) is per fold, and so are the fan-out levels
+# it rewrites: one per key at first, but the keys of a larger fold share more of them, and the levels
+# grow with the ledger (~1.1 KB each at 10 000 entries, 7.4 KB at 100 000). Into a 10 000-entry ledger
+# 3 072 fresh steps wrote 1.7 KB per step folding every 1 024 events, 1.4 KB every 1 536, 1.2 KB every
+# 2 048; into 20 000 entries 2.4, 1.9 and 1.6 KB (docs/design.md). The journal a new process parses is
+# at most this many lines (~3.6 us each: 7 ms at 2 048, half that on average)
 FOLD_EVENTS = 2048
 FOLD_BYTES = 2 * 1024 * 1024  # ... or this many bytes of journal (2 048 events of fresh steps are ~1.1 MiB)
 # every fold leaves a pack; past this many packs (git's default gc.autoPackLimit) the store asks
@@ -509,8 +514,8 @@ class GitStore:
         aside: set[str] = set()  # keys whose lines were set aside (once, whatever the tries)
         for _ in range(MAX_TRIES):
             notes, intents = self.tip(NOTES_REF), self.tip(INTENTS_REF)
-            note_changes: dict[str, str] = {}
-            intent_changes: dict[str, str] = {}
+            note_changes: dict[tuple[str, ...], str] = {}
+            intent_changes: dict[tuple[str, ...], str] = {}
             folded: list[str] = []
             for key in keys:
                 raw = journal.intents.get(key)
@@ -526,12 +531,14 @@ class GitStore:
                 merged = merge_note(b"" if damaged else (old or b""), journal.lines(key))
                 if not damaged and old is not None and merged == old:
                     continue  # already folded (a fold that died before it emptied the journal)
-                note_changes[intent_oid] = self.write_object("blob", merged)
+                note_changes[tuple(found[0] if found else fanout(intent_oid))] = self.write_object(
+                    "blob", merged
+                )
                 folded += [f"{state_of(line)} {key}" for line in journal.lines(key)]
                 at = self.trees.find(intents.tree, key_digest(key))
                 if at is None or at[1] != intent_oid:
                     self.write_object("blob", intent_bytes(intent))
-                    intent_changes[key_digest(key)] = intent_oid
+                    intent_changes[tuple(at[0] if at else fanout(key_digest(key)))] = intent_oid
             if not note_changes:
                 self._rotate(end, exclusive)
                 return 0

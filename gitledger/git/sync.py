@@ -31,8 +31,8 @@ from gitledger.core.events import Entry, Event, encode_event
 from gitledger.core.protocol import Verdict
 from gitledger.core.store import Intent
 from gitledger.git.repo import GitRepo
-from gitledger.git.store import INTENTS_REF, LEDGER_REFS, NOTES_REF, GitStore, Tip
-from gitledger.git.trees import TREE
+from gitledger.git.store import FANOUT, INTENTS_REF, LEDGER_REFS, NOTES_REF, GitStore, Tip
+from gitledger.git.trees import BLOB, TREE
 
 __all__ = [
     "DEFAULT_REMOTE",
@@ -129,14 +129,12 @@ def union_lines(local: bytes, remote: bytes) -> bytes:
 
 
 class TreeMerger:
-    """Merges two fanned-out ledger trees (:mod:`gitledger.git.trees`), reading only what differs.
+    """Merges two fanned-out ledger trees (``ab/cd/<rest>``), reading only what differs.
 
-    Where both sides are fan-out levels (two-character subtrees only), entries with equal oids are
-    taken as they are (a whole identical subtree costs one comparison), a subtree on one side only is
-    taken without reading it, and subtrees on both sides are merged level by level. Any other pair of
-    levels (leaves, or one side fanned out further than the other: a level that split on one clone,
-    a tree written by git or another tool) is flattened and written again by the layout's rule; only
-    blobs present on both sides with different oids go through ``merge_blob``.
+    Entries with equal oids are taken as they are (a whole identical subtree costs one comparison);
+    an entry on one side only is taken without reading it; only blobs present on both sides with
+    different oids go through ``merge_blob``. A level that does not follow the expected layout (a note
+    written by another tool with another fanout) is flattened and rewritten in the standard layout.
     """
 
     def __init__(self, store: GitStore, merge_blob: Callable[[str, str], str]) -> None:
@@ -145,20 +143,21 @@ class TreeMerger:
         self.blobs_merged = 0
 
     def merge(self, left: str | None, right: str | None) -> str | None:
-        return self._merge(left, right, "")
+        return self._merge(left, right, 0, "")
 
-    @staticmethod
-    def _fanned(entries: dict[str, tuple[str, str]]) -> bool:
-        return all(mode == TREE and len(name) == 2 for name, (mode, _) in entries.items())
+    def _regular(self, entries: dict[str, tuple[str, str]], depth: int) -> bool:
+        if depth < FANOUT:
+            return all(mode == TREE and len(name) == 2 for name, (mode, _) in entries.items())
+        return all(mode != TREE for mode, _ in entries.values())
 
-    def _merge(self, left: str | None, right: str | None, prefix: str) -> str | None:
+    def _merge(self, left: str | None, right: str | None, depth: int, prefix: str) -> str | None:
         if right is None or left == right:
             return left
         if left is None:
             return right
         ours, theirs = self.store.trees.tree(left), self.store.trees.tree(right)
-        if not (self._fanned(ours) and self._fanned(theirs)):
-            return self._flat_merge(left, right, prefix)
+        if not (self._regular(ours, depth) and self._regular(theirs, depth)):
+            return self._flat_merge(left, right, depth, prefix)
         out = dict(ours)
         changed = False
         for name, (mode, oid) in theirs.items():
@@ -167,12 +166,17 @@ class TreeMerger:
                 continue
             if current is None:
                 out[name] = (mode, oid)
-            else:
-                merged = self._merge(current[1], oid, prefix + name)
+            elif mode == TREE:
+                merged = self._merge(current[1], oid, depth + 1, prefix + name)
                 assert merged is not None
                 if merged == current[1]:
                     continue
                 out[name] = (TREE, merged)
+            else:
+                merged = self._blob(current[1], oid)
+                if merged == current[1]:
+                    continue
+                out[name] = (current[0], merged)
             changed = True
         if not changed:
             return left
@@ -191,12 +195,24 @@ class TreeMerger:
             found[rest] = oid if rest not in found or found[rest] == oid else self._blob(found[rest], oid)
         return found
 
-    def _flat_merge(self, left: str, right: str, prefix: str) -> str:
+    def _flat_merge(self, left: str, right: str, depth: int, prefix: str) -> str:
         ours, theirs = self._collect(left, prefix), self._collect(right, prefix)
         for name, oid in theirs.items():
             current = ours.get(name)
             ours[name] = oid if current is None or current == oid else self._blob(current, oid)
-        return self.store.trees.put_many(None, ours)
+        return self._build(ours, depth)
+
+    def _build(self, names: dict[str, str], depth: int) -> str:
+        entries: dict[str, tuple[str, str]] = {}
+        groups: dict[str, dict[str, str]] = {}
+        for name, oid in names.items():
+            if depth < FANOUT and len(name) > 2:
+                groups.setdefault(name[:2], {})[name[2:]] = oid
+            else:
+                entries[name] = (BLOB, oid)
+        for head, sub in groups.items():
+            entries[head] = (TREE, self._build(sub, depth + 1))
+        return self.store.trees.write_tree(entries)
 
 
 @dataclass

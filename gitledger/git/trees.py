@@ -1,59 +1,23 @@
 """The ledger's fanned-out trees: cached reads, lookups and writes.
 
-Notes and intents live in trees laid out as ``git notes`` lays out its own (``notes.c``,
-``determine_fanout``): a level holds its names as leaves until every one of the 16 values of their
-next hex digit begins at least two of them; then it is a **fan-out level**, whose names move into
-two-character subtrees (``ab/<rest>``), each laid out by the same rule. A small ledger is one level
-(``ab/<38 hex>`` from a few dozen entries on), a large one two (``ab/cd/<36 hex>`` from ~20 000), and
-a tree git rewrites keeps its shape. Names already in a tree keep their place, and trees written at
-any other fan-out (git's, or gitledger's before this rule: always two levels) are read as they are.
-
-A fan-out level written by gitledger holds only two-character subtrees: 256 fixed-size records in name
-order at most. Such a level is kept as its raw bytes: a lookup searches them at C speed instead of
-parsing 256 entries, and a write splices the new records in instead of parsing and formatting the
-level again (a fold rewrites hundreds of them). Trees are immutable, so everything read is cached.
+Notes and intents live in trees fanned out by the leading hex digits of their names (``ab/cd/<rest>``,
+:data:`~gitledger.git.store.FANOUT` levels, as ``git notes`` does once a tree grows; notes written by
+git at another fan-out are found too). A **fan-out level** written by gitledger holds only
+two-character subtrees: 256 fixed-size records in name order at most. Such a level is kept as its raw
+bytes: a lookup searches them at C speed instead of parsing 256 entries, and a write splices the new
+records in instead of parsing and formatting the level again (a fold rewrites about a hundred of
+them). Trees are immutable, so everything read is cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 from gitledger.core.errors import CorruptLedgerError
 from gitledger.git.repo import format_tree, parse_tree
 
 TREE = "40000"
 BLOB = "100644"
-_HEX = frozenset("0123456789abcdef")
-
-
-def splits(names: Iterable[str]) -> bool:
-    """Whether a level holding ``names`` is a fan-out level: git notes' rule, every one of the 16
-    values of the next hex digit begins at least two of them. A two-character name is a subtree, which
-    counts as two (git counts a subtree as a node of several notes); a name that is not hex is not a
-    note and does not count."""
-    counts = [0] * 16
-    for name in names:
-        if len(name) >= 2 and _HEX.issuperset(name):
-            counts[int(name[0], 16)] += 2 if len(name) == 2 else 1
-    return min(counts) >= 2
-
-
-def layout(names: Iterable[str]) -> dict[str, str]:
-    """{name: its path in a tree written from nothing} (``ab/<rest>`` or deeper, by :func:`splits`)."""
-    names = list(names)
-    if not splits(names):
-        return {name: name for name in names}
-    paths: dict[str, str] = {}
-    groups: dict[str, list[str]] = {}
-    for name in names:
-        if len(name) > 2 and _HEX.issuperset(name):
-            groups.setdefault(name[:2], []).append(name[2:])
-        else:
-            paths[name] = name
-    for head, rests in groups.items():
-        for rest, path in layout(rests).items():
-            paths[head + rest] = f"{head}/{path}"
-    return paths
 
 
 class Trees:
@@ -183,44 +147,34 @@ class Trees:
         self._trees[oid] = dict(entries)
         return oid
 
-    def put_many(self, tree: str | None, changes: dict[str, str]) -> str:
-        """Write the trees of ``tree`` with each name of ``changes`` set to its blob; the new root.
-
-        A name the tree holds keeps its place (where :meth:`find` finds it); a new one goes into the
-        two-character subtree of its first two digits where there is one, else into the level itself,
-        and a level whose leaves then satisfy :func:`splits` moves them into subtrees."""
-        level = None if tree is None else self._fanout_level(tree)
-        if level is not None and all(len(name) > 2 for name in changes):
-            # a fan-out level: its new records are spliced into its raw bytes (a fold rewrites
-            # hundreds of levels; parsing and formatting each was most of a fold's time)
-            groups: dict[str, dict[str, str]] = {}
-            for name, blob in changes.items():
-                groups.setdefault(name[:2], {})[name[2:]] = blob
-            children = {
-                head: self.put_many(self._level_child(level, head), sub) for head, sub in groups.items()
-            }
+    def put_many(self, tree: str | None, changes: dict[tuple[str, ...], str]) -> str:
+        """Write the trees of ``tree`` with each path of ``changes`` set to its blob; the new root."""
+        groups: dict[str, dict[tuple[str, ...], str]] = {}
+        blobs: dict[str, str] = {}
+        for path, blob in changes.items():
+            if len(path) == 1:
+                blobs[path[0]] = blob
+            else:
+                groups.setdefault(path[0], {})[path[1:]] = blob
+        level = b"" if tree is None else self._fanout_level(tree)
+        if level is not None and not blobs and all(len(head.encode()) == 2 for head in groups):
+            # a fan-out level: its new records are spliced into its raw bytes (a fold rewrites a
+            # hundred 256-entry levels; parsing and formatting each was most of a fold's time)
+            children = {}
+            for head, sub in groups.items():
+                hit = self._child(tree, head) if tree is not None else None
+                children[head] = self.put_many(hit[1] if hit else None, sub)
             raw = self._splice_level(level, children)
             oid = self._write_object("tree", raw)
             self._fanout_levels[oid] = raw
             return oid
         entries = dict(self.tree(tree))
-        groups = {}
-        for name, blob in changes.items():
-            current = entries.get(name)
-            subtree = entries.get(name[:2]) if current is None and len(name) > 2 else None
-            if subtree is not None and subtree[0] == TREE:
-                groups.setdefault(name[:2], {})[name[2:]] = blob
-            else:
-                entries[name] = (current[0] if current and current[0] != TREE else BLOB, blob)
-        leaves = [n for n, (mode, _) in entries.items() if mode != TREE and len(n) > 2 and _HEX.issuperset(n)]
-        if leaves and splits(entries):
-            for name in leaves:
-                groups.setdefault(name[:2], {})[name[2:]] = entries.pop(name)[1]
-        for head, names in groups.items():
+        entries.update((name, (BLOB, blob)) for name, blob in blobs.items())
+        for head, sub in groups.items():
             current = entries.get(head)
             entries[head] = (
                 TREE,
-                self.put_many(current[1] if current and current[0] == TREE else None, names),
+                self.put_many(current[1] if current and current[0] == TREE else None, sub),
             )
         return self.write_tree(entries)
 

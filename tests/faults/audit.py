@@ -147,33 +147,16 @@ def _audit_notes(repo: Path, result: Audit) -> None:
     raw = _git(
         repo, "log", "--raw", "--no-renames", "--root", "--no-abbrev", "--format=commit %H", NOTES_REF
     ).decode()
-    # a note is named by its path without the slashes: a fold that splits a level into subtrees
-    # moves notes (D at the old path, A at the new one), which is one note kept, not rewritten
-    per_commit: list[tuple[str, dict[str, list[str]]]] = []
-    zero = ""
+    changes: list[tuple[str, list[tuple[str, str, str]]]] = []
     for line in raw.splitlines():
         if line.startswith("commit "):
-            per_commit.append((line[7:], {}))
-            zero = "0" * (len(line) - 7)
+            changes.append((line[7:], []))
         elif line.startswith(":"):
-            meta, _, path = line.partition("\t")
+            meta = line.partition("\t")[0]
             parts = meta.split()
-            pair = per_commit[-1][1].setdefault(path.replace("/", ""), [zero, zero])
-            if parts[4] != "A":
-                pair[0] = parts[2]
-            if parts[4] != "D":
-                pair[1] = parts[3]
-    changes = [
-        (
-            commit,
-            [
-                (old, new, "D" if new == zero else ("A" if old == zero else "M"))
-                for old, new in named.values()
-            ],
-        )
-        for commit, named in per_commit
-    ]
+            changes[-1][1].append((parts[2], parts[3], parts[4]))
     result.commits = len(changes)
+    zero = "0" * len(changes[0][0]) if changes else ""
     wanted = note_blobs + [
         oid for _c, ch in changes for old, new, _s in ch for oid in (old, new) if oid != zero
     ]
@@ -195,11 +178,9 @@ def _audit_notes(repo: Path, result: Audit) -> None:
             result.history_problems.append(f"{commit} changed no note")
             continue
         for old, new, status in changed:
-            if old == new:  # moved by a split, unchanged
-                continue
             before = b"" if old == zero else blobs[old]
             after = blobs.get(new, b"")
-            if status == "D" or not after.startswith(before):
+            if status not in ("A", "M") or not after.startswith(before):
                 result.history_problems.append(f"{commit} rewrote a note ({status})")
                 continue
             added = after[len(before) :]
