@@ -95,7 +95,7 @@ def encode_delta(base: bytes, target: bytes, limit: int) -> bytes | None:
 
 # a blob of at least DELTA_MIN bytes (a note; intents are ~150 B) is stored as a delta of one of the
 # last DELTA_BASES blobs of its pack stored whole, when the delta is under a quarter of its size, else
-# whole, and it becomes a base (see gitledger/git/delta.py). Notes of one process come out ~18 % of
+# whole, and it becomes a base (see the module docstring). Notes of one process come out ~18 % of
 # their size (their owner is the same), of another process ~27 %: those start a base of their own
 DELTA_MIN = 256
 DELTA_BASES = 4
