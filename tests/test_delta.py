@@ -73,18 +73,22 @@ def test_a_delta_gives_its_target_exactly() -> None:
     delta = encode_delta(a, b, len(b) // 2)
     assert delta is not None and len(delta) < len(b) // 5  # the notes of one process: a few values
     assert encode_delta(rng.randbytes(500), rng.randbytes(500), 250) is None  # nothing in common
+    values = [b'"%s"' % rng.randbytes(6).hex().encode() for _ in range(1000)]
+    one, two = b"[" + b",".join(values[:500]) + b"]", b"[" + b",".join(values[500:]) + b"]"
+    assert encode_delta(one, two, len(two) // 4) is None  # nothing in common, quotes everywhere
 
 
 def test_notes_are_packed_as_deltas_that_git_reads_and_gc_keeps(tmp_path: Path) -> None:
     """The notes of two processes, interleaved: each is a delta of a whole note of its own process
-    (one deep; a delta of the other process's note is not small enough); random blobs and small ones
-    are stored whole. git fsck, cat-file and our reader read
+    (one deep; a delta of the other process's note is not small enough); random blobs, small ones and
+    large ones are stored whole. git fsck, cat-file and our reader read
     every object back; after git gc the pack is no larger."""
     repo = init_repo(tmp_path / "r")
     rng = random.Random(3)
     owners = [owner(rng), owner(rng)]
     blobs = [note(rng, owners[i % 2], f"task-{i}") for i in range(60)]
-    blobs += [rng.randbytes(400), b"small " * 10]
+    large = note(rng, owners[0], "x" * 9000)  # over DELTA_MAX: stored whole, and no base
+    blobs += [rng.randbytes(400), b"small " * 10, large, large.replace(b"x", b"y")]
     objects = [(hash_object("blob", data), "blob", data) for data in blobs]
     keep = write_pack(repo / ".git" / "objects", objects)
     (pack,) = (repo / ".git" / "objects" / "pack").glob("*.pack")

@@ -31,7 +31,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from gitledger.git.delta import DELTA_BASES, DELTA_MIN, delta_of, offset_back
+from gitledger.git.delta import DELTA_BASES, delta_of, deltifiable, offset_back
 
 _HEX = re.compile(rb"[0-9a-f]+")
 TYPES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
@@ -590,7 +590,7 @@ def write_pack(
     bases: list[tuple[bytes, int]] = []  # blobs stored whole, the latest last: (data, offset)
     for oid, (kind, data) in unique.items():
         start = len(body)
-        delta = delta_of(data, bases) if kind == "blob" and len(data) >= DELTA_MIN else None
+        delta = delta_of(data, bases) if deltifiable(kind, data) else None
         if delta is not None:
             base_at, patch = delta
             body += _varint_header(OFS_DELTA, len(patch)) + offset_back(start - base_at)
@@ -598,7 +598,7 @@ def write_pack(
         else:
             body += _varint_header(TYPE_CODES[kind], len(data))
             body += _zlib_stored(data) if kind == "tree" else zlib.compress(data, 1)
-            if kind == "blob" and len(data) >= DELTA_MIN:
+            if deltifiable(kind, data):
                 bases.append((data, start))
                 del bases[:-DELTA_BASES]
         entries.append((bytes.fromhex(oid), zlib.crc32(body[start:]) & 0xFFFFFFFF, start))
