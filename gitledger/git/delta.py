@@ -32,32 +32,14 @@ def _size(value: int) -> bytes:
 
 
 def _copy(offset: int, size: int) -> bytes:
-    """A copy instruction: the opcode flags which offset and size bytes follow (zero bytes are left
-    out), unrolled: a fold writes one per ~100 bytes of notes."""
-    op, args = 0x80, bytearray()
-    if offset & 0xFF:
-        op |= 0x01
-        args.append(offset & 0xFF)
-    if offset & 0xFF00:
-        op |= 0x02
-        args.append(offset >> 8 & 0xFF)
-    if offset & 0xFF0000:
-        op |= 0x04
-        args.append(offset >> 16 & 0xFF)
-    if offset & 0xFF000000:
-        op |= 0x08
-        args.append(offset >> 24 & 0xFF)
-    if size & 0xFF:
-        op |= 0x10
-        args.append(size & 0xFF)
-    if size & 0xFF00:
-        op |= 0x20
-        args.append(size >> 8 & 0xFF)
-    if size & 0xFF0000:
-        op |= 0x40
-        args.append(size >> 16 & 0xFF)
-    args.insert(0, op)
-    return bytes(args)
+    """A copy instruction: the opcode flags which of the offset's 4 and the size's 3 little-endian
+    bytes follow; zero bytes are left out."""
+    raw = (offset | size << 32).to_bytes(7, "little")
+    op = 0x80
+    for k in range(7):
+        if raw[k]:
+            op |= 1 << k
+    return bytes((op,)) + raw.replace(b"\0", b"")
 
 
 def _insert(data: bytes) -> bytes:
