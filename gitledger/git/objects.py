@@ -590,7 +590,8 @@ def write_pack(
     bases: list[tuple[bytes, int]] = []  # blobs stored whole, the latest last: (data, offset)
     for oid, (kind, data) in unique.items():
         start = len(body)
-        delta = delta_of(data, bases) if deltifiable(kind, data) else None
+        candidate = deltifiable(kind, data)
+        delta = delta_of(data, bases) if candidate else None
         if delta is not None:
             base_at, patch = delta
             body += _varint_header(OFS_DELTA, len(patch)) + offset_back(start - base_at)
@@ -598,7 +599,7 @@ def write_pack(
         else:
             body += _varint_header(TYPE_CODES[kind], len(data))
             body += _zlib_stored(data) if kind == "tree" else zlib.compress(data, 1)
-            if deltifiable(kind, data):
+            if candidate:
                 bases.append((data, start))
                 del bases[:-DELTA_BASES]
         entries.append((bytes.fromhex(oid), zlib.crc32(body[start:]) & 0xFFFFFFFF, start))
