@@ -707,7 +707,7 @@ def test_a_write_in_flight_is_waited_for_not_repaired(repo: Path, monkeypatch) -
                 sys.executable,
                 "-c",
                 "import os, sys, fcntl\n"
-                "from gitledger.git.journal import Journal, encode\n"
+                "from gitledger.git.journal import Journal\nfrom gitledger.git.journal_format import encode\n"
                 "from gitledger.git.repo import GitRepo\n"
                 "GitRepo.discover(sys.argv[2]).append_lock('other').__enter__()  # as every appender\n"
                 "j = Journal(sys.argv[1]); j.refresh(); fd = j._append_fd(); j._lock_place(fd)\n"
@@ -754,3 +754,32 @@ def test_a_write_in_flight_is_waited_for_not_repaired(repo: Path, monkeypatch) -
         store.journal.refresh()
         assert store.journal.key_names() == sorted(["other", first.key, second.key])
         assert store.journal.tail == b"" and store.journal.damaged == []
+
+
+def test_a_new_process_decides_on_a_large_journal_it_has_not_parsed(repo: Path) -> None:
+    """A store opened on a journal of hundreds of steps parses none of it up front (it searches it for
+    each key it is asked about): its loads, versions, compare-and-swaps, listing and fold are those
+    of a store that parsed it all, and another store's appends meanwhile are seen."""
+    from gitledger.git import journal as journal_module
+
+    intents = [Intent.of(StepKey.derive(f"T-{i}", "push")) for i in range(300)]
+    with GitRepo.discover(repo) as r:
+        writer = GitStore(r, "none", fold_events=100_000)
+        versions = {}
+        for intent in intents:
+            version = writer.append(intent, {"state": "attempting", "key": intent.key}, None)
+            versions[intent.key] = writer.append(intent, {"state": "done", "key": intent.key}, version)
+        assert writer.journal.size > journal_module.LAZY_MIN
+        store = GitStore(r, "none", fold_events=100_000)
+        entry = store.load(intents[7])
+        assert store.journal.records == []  # nothing parsed: the key's lines were searched for
+        assert entry.version == versions[intents[7].key] and entry.folded.state == "done"
+        assert store.load(intents[8].key).folded.state == "done"  # by key: its intent from the journal
+        assert store.append(intents[7], {"state": "done", "key": intents[7].key}, "0" * 40) is None  # stale
+        late = writer.append(intents[9], {"state": "note", "key": intents[9].key}, versions[intents[9].key])
+        assert store.load(intents[9]).version == late
+        assert store.append(intents[9], {"state": "note", "key": intents[9].key}, late) is not None
+        listed = {entry.key: entry.folded.state for entry in store.entries()}
+        assert len(listed) == 300 and set(listed.values()) == {"done"}
+        assert store.flush() == 602  # 300 steps, then one note of each store
+        assert all(GitStore(r).load(intent).folded.state == "done" for intent in intents)

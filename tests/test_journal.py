@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gitledger.git import journal as journal_module
-from gitledger.git.journal import DAMAGED_PREFIX, ROTATED, Journal, StaleTailError, decode, encode
+from gitledger.git.journal import ROTATED, Journal, StaleTailError
+from gitledger.git.journal_format import DAMAGED_PREFIX, decode, encode
 
 
 def rec(key: str, n: int) -> bytes:
@@ -428,3 +429,143 @@ def test_a_repair_killed_after_keeping_the_torn_write_keeps_it_once(
     put(path, other[:-9])
     assert Journal(path).repair() is not None
     assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n" + other[:-9] + b"\n"
+
+
+def big_journal(path: str, writer: Journal) -> list[str]:
+    """A journal over :data:`LAZY_MIN` with every kind of line a reader meets, written by ``writer``;
+    the keys it holds."""
+    pad = b"p" * 150
+    keys = [f"k{n}" for n in range(40)] + ["kp", "kp2", "dam", "frag", "text", "nl", "both"]
+    for n in range(500):
+        key = keys[n % 40]
+        write(writer, encode(key, b'{"key":"%s"}' % key.encode(), b'{"n":%d,"pad":"%s"}' % (n, pad)))
+    write(writer, rec("kp", 1))
+    write(writer, rec("kp2", 2))
+    write(writer, rec("dam", 3))
+    bad = bytearray(rec("dam", 4))
+    bad[-5] ^= 0x20  # damage followed by good lines: kept, shown to its key
+    put(path, bytes(bad))
+    write(writer, rec("dam", 5))
+    write(writer, rec("both", 6))
+    put(path, rec("k9", 7)[:-9])  # a writer killed in its write, then another's record right behind
+    write(writer, rec("frag", 8))
+    write(writer, encode("k1", b"{}", b'{"message":"retry text now","n":9}'))  # " text " in a value
+    put(path, b"0123abcd nl\n")  # damage whose key field is the last thing on its line
+    write(writer, rec("k2", 10))
+    put(path, b"garbage !not-a-key!\n")
+    write(writer, rec("k3", 11))
+    return keys
+
+
+def views(lazy: Journal, eager: Journal, keys: list[str]) -> None:
+    for key in keys:  # lookups first: on the lazy reader they search before anything is parsed
+        assert lazy.lines(key) == eager.lines(key), key
+        assert lazy.intent_of(key) == eager.intent_of(key), key
+        assert lazy.count() == eager.count() and lazy.size == eager.size and lazy.tail == eager.tail
+    assert lazy.key_names() == eager.key_names()
+    assert lazy.records == eager.records and lazy.damaged == eager.damaged
+    assert lazy.fragments == eager.fragments
+
+
+@pytest.mark.parametrize("late_damage", [False, True])
+@pytest.mark.parametrize("order", ["plain-first", "prefix-first", "damage-first", "reversed"])
+def test_a_large_first_read_is_searched_then_parsed_and_reads_as_a_full_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, late_damage: bool
+) -> None:
+    """A new reader of a large journal parses none of it at first; a lookup searches its bytes for the
+    key. Whatever is looked up in whatever order — keys with damage, a torn fragment before their
+    record, a name that is a prefix of another's, a name inside another line's value — and whatever
+    is appended afterwards (damage too), it answers exactly what a reader that parsed everything does."""
+    path = str(tmp_path / "journal")
+    writer = Journal(path)
+    keys = big_journal(path, writer)
+    assert len(lines_of(path)) > journal_module.LAZY_MIN
+    if order == "prefix-first":
+        keys = ["kp", "both", "kp2", *keys]
+    elif order == "damage-first":
+        keys = ["dam", "frag", "nl", *keys]
+    elif order == "reversed":
+        keys = keys[::-1]
+    lazy = Journal(path)
+    lazy.refresh()
+    assert lazy.records == [] and lazy.count() > 500  # nothing parsed yet, every line counted
+    write(writer, rec("both", 12))  # after the lazy reader's first read
+    if late_damage:  # a reader with damage among its parsed lines parses the others before a lookup
+        bad = bytearray(rec("both", 13))
+        bad[-5] ^= 0x20
+        put(path, bytes(bad))
+    write(writer, rec("late", 14))
+    lazy.refresh()
+    with monkeypatch.context() as m:
+        m.setattr(journal_module, "LAZY_MIN", 1 << 40)
+        eager = Journal(path)
+        eager.refresh()
+    views(lazy, eager, [*keys, "late", "absent"])
+    copy = str(tmp_path / "copy")
+    Path(copy).write_bytes(Path(path).read_bytes())
+    with monkeypatch.context() as m:
+        m.setattr(journal_module, "LAZY_MIN", 1 << 40)
+        eager = Journal(copy)
+        eager.refresh()
+    lazy = Journal(path)
+    lazy.refresh()
+    # the rotation of a fold keeps the fragment and the nameless garbage aside, as a full parse does
+    notice = lazy.rotate()
+    assert notice is not None and notice.replace(path, copy) == eager.rotate()
+    assert Path(path + ".torn").read_bytes() == Path(copy + ".torn").read_bytes() != b""
+
+
+def test_a_new_reader_parses_only_the_lines_of_the_keys_it_looks_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "journal")
+    writer = Journal(path)
+    for n in range(600):
+        write(writer, encode(f"k{n % 60}", b"{}", b'{"n":%d,"pad":"%s"}' % (n, b"p" * 150)))
+    decoded = []
+    real = journal_module.decode
+
+    def counting(raw: bytes) -> Any:
+        decoded.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(journal_module, "decode", counting)
+    reader = Journal(path)
+    reader.refresh()
+    assert len(reader.lines("k7")) == 10 and reader.intent_of("k7") == b"{}" and reader.count() == 600
+    assert len(decoded) == 1 + 10  # the last line (a good record: the read can wait), then k7's lines
+    # an append by this reader goes after the unparsed lines, and in order among its key's lines
+    record = encode("k7", b"{}", b'{"n":600}')
+    reader.refresh()
+    write(reader, record)
+    reader.appended(record)
+    assert reader.lines("k7")[-1] == b'{"n":600}' and reader.count() == 601
+    for n in range(journal_module.LAZY_SEARCHES):  # a long-lived reader stops searching: it parses
+        reader.lines(f"k{20 + n}")
+    assert len(reader.records) == 601 and len(reader.lines("k7")) == 11
+
+
+def test_a_torn_tail_behind_a_large_unparsed_journal_is_still_a_tail(tmp_path: Path) -> None:
+    """A writer killed in its write behind a journal a new reader does not parse yet: the torn bytes
+    are its tail (never an event, never a key's line), a repair cuts them off, and the reader's next
+    append and lookups read as a full parse."""
+    path = str(tmp_path / "journal")
+    writer = Journal(path)
+    for n in range(500):
+        write(writer, encode(f"k{n % 50}", b"{}", b'{"n":%d,"pad":"%s"}' % (n, b"p" * 150)))
+    torn = rec("k3", 999)[:-20]
+    put(path, torn)
+    reader = Journal(path)
+    reader.refresh()
+    assert reader.tail == torn and reader.records == [] and reader.count() == 500
+    assert len(reader.lines("k3")) == 10 and b"999" not in b"".join(reader.lines("k3"))
+    notice = reader.repair()
+    assert notice is not None and "torn write" in notice
+    record = rec("k3", 1000)
+    reader.refresh()
+    write(reader, record)
+    reader.appended(record)
+    fresh = Journal(path)
+    fresh.refresh()
+    assert reader.lines("k3") == fresh.lines("k3") and reader.lines("k3")[-1] == decode(record[:-1]).line  # type: ignore[union-attr]
+    assert reader.key_names() == fresh.key_names() and reader.count() == fresh.count() == 501

@@ -46,8 +46,9 @@ from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObje
 from gitledger.core.events import BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
-from gitledger.git.journal import Journal, Record, StaleTailError
-from gitledger.git.journal import encode as encode_record
+from gitledger.git.journal import Journal, StaleTailError
+from gitledger.git.journal_format import Record
+from gitledger.git.journal_format import encode as encode_record
 from gitledger.git.objects import (
     DamagedObjectFileError,
     DamagedRefError,
@@ -246,7 +247,7 @@ class GitStore:
         return known
 
     def _intent_oid_for_key(self, key: str) -> str | None:
-        raw = self.journal.intents.get(key)
+        raw = self.journal.intent_of(key)
         if raw is not None:
             return hash_object("blob", raw + b"\n", self.repo.object_format)
         found = self.trees.find(self.tip(INTENTS_REF).tree, key_digest(key))
@@ -337,7 +338,7 @@ class GitStore:
 
     def intent(self, key: str) -> Intent | None:
         self.journal.refresh()
-        raw = self.journal.intents.get(key)
+        raw = self.journal.intent_of(key)
         if raw is not None:
             return parse_intent(raw)
         return self._tree_intent(self.tip(INTENTS_REF).tree, key)
@@ -366,7 +367,7 @@ class GitStore:
                 keys[intent.key] = intent_oid
         for key in self.journal.key_names():
             if key not in keys:
-                raw = self.journal.intents.get(key)
+                raw = self.journal.intent_of(key)
                 keys[key] = hash_object("blob", raw + b"\n", self.repo.object_format) if raw else None
         for key in sorted(keys):
             yield self._entry(key, keys[key], notes_tree)
@@ -518,7 +519,7 @@ class GitStore:
             intent_changes: dict[tuple[str, ...], str] = {}
             folded: list[str] = []
             for key in keys:
-                raw = journal.intents.get(key)
+                raw = journal.intent_of(key)
                 intent = parse_intent(raw) if raw is not None else self._tree_intent(intents.tree, key)
                 if intent is None:  # only damaged lines, of a key nobody recorded: keep them aside
                     if key not in aside:
@@ -545,7 +546,7 @@ class GitStore:
             updates: list[tuple[str, str, str | None]] = []
             if intent_changes:
                 root = self.trees.put_many(intents.tree, intent_changes)
-                names = sorted(k for k in keys if k in journal.intents)
+                names = sorted(k for k in keys if journal.intent_of(k) is not None)
                 message = (
                     f"gitledger: intent {names[0]}"
                     if len(intent_changes) == 1
