@@ -435,12 +435,14 @@ def big_journal(path: str, writer: Journal) -> list[str]:
     """A journal over :data:`LAZY_MIN` with every kind of line a reader meets, written by ``writer``;
     the keys it holds."""
     pad = b"p" * 150
-    keys = [f"k{n}" for n in range(40)] + ["kp", "kp2", "dam", "frag", "text", "nl", "both"]
+    keys = [f"k{n}" for n in range(40)] + ["kp", "kp2", "dam", "frag", "text", "nl", "both", "empty"]
     for n in range(500):
         key = keys[n % 40]
         write(writer, encode(key, b'{"key":"%s"}' % key.encode(), b'{"n":%d,"pad":"%s"}' % (n, pad)))
     write(writer, rec("kp", 1))
     write(writer, rec("kp2", 2))
+    write(writer, encode("empty", b"", b'{"n":1}'))  # its intent is its first line's, empty or not
+    write(writer, encode("empty", b"{}", b'{"n":2}'))
     write(writer, rec("dam", 3))
     bad = bytearray(rec("dam", 4))
     bad[-5] ^= 0x20  # damage followed by good lines: kept, shown to its key

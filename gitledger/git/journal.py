@@ -346,7 +346,7 @@ class Journal:
             if record is None:
                 break
             lines.append(record.line)
-            intent = intent or record.intent
+            intent = record.intent if intent is None else intent  # the first line's, as parsed
             at = lazy.find(needle, stop)
         if at == -1:
             found = self._lazy_found[key] = (lines, intent)
