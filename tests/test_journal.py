@@ -571,3 +571,63 @@ def test_a_torn_tail_behind_a_large_unparsed_journal_is_still_a_tail(tmp_path: P
     fresh.refresh()
     assert reader.lines("k3") == fresh.lines("k3") and reader.lines("k3")[-1] == decode(record[:-1]).line  # type: ignore[union-attr]
     assert reader.key_names() == fresh.key_names() and reader.count() == fresh.count() == 501
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_large_journals_read_the_same_searched_or_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Random journals over :data:`LAZY_MIN` — keys whose names prefix one another or appear in other
+    lines' values, damage, torn fragments before records, nameless garbage, appends and damage after
+    the first read — and random lookups (repeated, sometimes past :data:`LAZY_SEARCHES` keys): a new
+    reader that searches answers every lookup as a reader that parsed everything."""
+    import random
+
+    rng = random.Random(seed)
+    path = str(tmp_path / "journal")
+    writer = Journal(path, durable=False)
+    names = ["a", "a1", "a.b", "b", "b-2", "c:3", "d", "e_e"]
+
+    odd_rate, mention_rate = rng.choice([0, 0.002, 0.01]), rng.choice([0, 0.005, 0.05])
+
+    def record(key: str, n: int) -> bytes:
+        mention = rng.choice(names).encode() if rng.random() < mention_rate else b"-"
+        pad = b"p" * rng.randrange(50, 300)
+        value = b'{"n":%d,"note":"see %s x","pad":"%s"}' % (n, mention, pad)
+        return encode(key, b'{"key":"%s"}' % key.encode() if rng.random() < 0.9 else b"{}", value)
+
+    def some_lines(count: int, start: int) -> None:
+        for n in range(start, start + count):
+            data = record(rng.choice(names), n)
+            odd = rng.random() / odd_rate if odd_rate else 1.0
+            if odd < 0.4:  # damage followed by good lines
+                bad = bytearray(data)
+                bad[rng.randrange(9, len(bad) - 1)] ^= 0x20
+                put(path, bytes(bad))
+            elif odd < 0.8:  # a writer killed in its write, another's record right behind it
+                put(path, data[: rng.randrange(1, len(data) - 1)])
+            elif odd < 1.0:
+                put(path, b"garbage !not a key! %d\n" % n)
+            else:
+                write(writer, data)
+                continue
+            write(writer, record(rng.choice(names), n + 100_000))
+
+    some_lines(rng.randrange(450, 700), 0)
+    assert len(lines_of(path)) >= journal_module.LAZY_MIN
+    lazy = Journal(path)
+    lazy.refresh()
+    some_lines(rng.randrange(0, 30), 200_000)  # after the first read
+    lazy.refresh()
+    with monkeypatch.context() as m:
+        m.setattr(journal_module, "LAZY_MIN", 1 << 40)
+        eager = Journal(path)
+        eager.refresh()
+    for _ in range(rng.randrange(1, 16)):
+        key = rng.choice([*names, "absent"])
+        assert lazy.lines(key) == eager.lines(key), (seed, key)
+        assert lazy.intent_of(key) == eager.intent_of(key), (seed, key)
+        assert (lazy.count(), lazy.size, lazy.tail) == (eager.count(), eager.size, eager.tail)
+    assert lazy.key_names() == eager.key_names() and lazy.records == eager.records
+    assert lazy.damaged == eager.damaged and lazy.fragments == eager.fragments
+    assert [lazy.lines(k) for k in names] == [eager.lines(k) for k in names]
