@@ -27,7 +27,7 @@ of :data:`LAZY_MIN` bytes or more that ends in a good record is not parsed at on
 parsed a full journal, ~2 000 lines, in ~9 ms before it could answer for one key): a lookup searches
 its bytes for the key and decodes that key's lines only. A line naming the key that is anything but a
 whole record of it (damage, a torn fragment before a record, the name inside a value) has them all
-parsed first, as have listing the keys, a fold and the :data:`LAZY_SEARCHES`-th key looked up; the
+parsed first, as have listing the keys, a fold and a key looked up after :data:`LAZY_SEARCHES` others; the
 lines parsed since then go behind them.
 
 - A **torn tail** (a last line without its newline, or final lines whose checksum fails: a writer died
