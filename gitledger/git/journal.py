@@ -328,15 +328,18 @@ class Journal:
         found = self._lazy_found.get(key)
         if found is not None:
             return found
-        self._lazy_left -= 1
         try:
             needle = b" " + key.encode()
-        except UnicodeEncodeError:
-            self._lazy_left = -1
+        except UnicodeEncodeError:  # a key the journal cannot hold (encode() refuses it)
+            return [], None
+        self._lazy_left -= 1
+        if self._lazy_left < 0:
+            self._materialize()
+            return None
         lines: list[bytes] = []
         intent = None
-        at = lazy.find(needle) if self._lazy_left >= 0 else -2
-        while at >= 0:
+        at = lazy.find(needle)
+        while at != -1:
             after = at + len(needle)
             if lazy[after : after + 1] not in (b" ", b"\n"):  # a longer name: not this key's field
                 at = lazy.find(needle, after)
@@ -344,24 +347,23 @@ class Journal:
             start, stop = at - 8, lazy.find(b"\n", after)
             record = decode(lazy[start:stop]) if start == 0 or (start > 0 and lazy[start - 1] == 10) else None
             if record is None:
-                break
+                self._materialize()
+                return None
             lines.append(record.line)
             intent = record.intent if intent is None else intent  # the first line's, as parsed
             at = lazy.find(needle, stop)
-        if at == -1:
-            found = self._lazy_found[key] = (lines, intent)
-            return found
-        self._materialize()
-        return None
+        found = self._lazy_found[key] = (lines, intent)
+        return found
 
     def _materialize(self) -> None:
         """Parse the unparsed lines of the first read, in front of the lines parsed since."""
         lazy = self._lazy
         if not lazy:
             return
+        # what was parsed since the first read, and where reading stands: put back behind its lines
         later = (self.records, self.by_key, self.intents, self.damaged, self._damaged_at)
-        ends = (self.fragments, self._fragment_ends, self._good_end, self._read_end)
-        tail = (self._pending, self._partial)
+        pieces = (self.fragments, self._fragment_ends)
+        position = (self._good_end, self._read_end, self._pending, self._partial)
         data = lazy
         for _ in range(_MAX_REREADS):
             self._reset()
@@ -381,10 +383,9 @@ class Journal:
             (index + before.get(key, 0) if key is not None else 0, end)
             for (key, _), (index, end) in zip(damaged, damaged_at, strict=True)
         ]
-        fragments, fragment_ends, self._good_end, self._read_end = ends
-        self._pending, self._partial = tail
-        self.fragments += fragments
-        self._fragment_ends += fragment_ends
+        self.fragments += pieces[0]
+        self._fragment_ends += pieces[1]
+        self._good_end, self._read_end, self._pending, self._partial = position
 
     def _keep_damaged(self, lines: list[bytes], end: int) -> None:
         """Take in damaged lines (followed by a good one) that end at offset ``end``."""
@@ -406,7 +407,7 @@ class Journal:
         if self._lazy and self.damaged:
             self._materialize()
         early = self._lookup(key)
-        found = (early[0] if early else []) + self.by_key.get(key, [])
+        found = (early[0] if early is not None else []) + self.by_key.get(key, [])
         if not self.damaged:
             return found
         placed = 0

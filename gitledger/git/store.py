@@ -89,8 +89,8 @@ def fanout(name: str) -> list[str]:
 # it rewrites: one per key at first, but the keys of a larger fold share more of them, and the levels
 # grow with the ledger (~1.1 KB each at 10 000 entries, 7.4 KB at 100 000). Into a 10 000-entry ledger
 # 3 072 fresh steps wrote 1.7 KB per step folding every 1 024 events, 1.4 KB every 1 536, 1.2 KB every
-# 2 048; into 20 000 entries 2.4, 1.9 and 1.6 KB (docs/design.md). The journal a new process parses is
-# at most this many lines (~4.5 us each in a whole run-step: 9 ms at 2 048, half that on average)
+# 2 048; into 20 000 entries 2.4, 1.9 and 1.6 KB (docs/design.md). A new process searches a journal of
+# up to this many lines for its keys rather than parsing it (gitledger.git.journal, LAZY_MIN)
 FOLD_EVENTS = 2048
 FOLD_BYTES = 2 * 1024 * 1024  # ... or this many bytes of journal (2 048 events of fresh steps are ~1.1 MiB)
 # every fold leaves a pack; past this many packs (git's default gc.autoPackLimit) the store asks
