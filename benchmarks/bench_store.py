@@ -16,7 +16,9 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   Engines: this gitledger with ``durability: fsync`` and ``none``, bare SQLite WAL
   (``synchronous=FULL`` and ``NORMAL``, ``benchmarks/ledgers.py``), and the previous engine
   (``--baseline``, exported with ``git archive``; by default the last commit before the journal).
-  Ledgers of 100 and ``--large`` entries each.
+  Ledgers of 100 and ``--large`` entries each. Each cell keeps each round's median too (``rounds``):
+  the report gives the range of the ratios round by round beside the ratio of the medians (a
+  durable step is mostly two syncs, whose latency drifts during a run).
   SQLite's write-ahead log is measured as a long-running writer keeps it (``SqliteStore.reuse_wal``:
   a log that commits overwrite from its start). A new log grows instead, and then each sync also
   commits the file's new size: that made a durable SQLite step 1.6x slower (500-650 vs 890-1 100 us).
@@ -179,6 +181,7 @@ def in_process(
     # the peers that are installed, in the same rotation (their ledgers are built in each child)
     extra = [(peer, peers.PEER_SIZE) for peer in (peers.available() if with_peers else [])]
     samples: dict[str, dict[str, list[float]]] = {}
+    per_round: dict[str, dict[str, list[float]]] = {}  # each round's median (ms), in round order
     for rnd in range(rounds):
         order = [(e, s) for e in engines for s in sizes] + extra
         shift = rnd % len(order)
@@ -190,9 +193,12 @@ def in_process(
                 if engine.startswith("gitledger"):
                     fold(ledgers[(engine, size)])
             slot = samples.setdefault(f"{engine}@{size}", {"fresh": [], "done": []})
-            slot["fresh"] += got["fresh"]
-            slot["done"] += got["done"]
-    return {name: {k: median_ms(v) for k, v in s.items()} for name, s in samples.items()}
+            each = per_round.setdefault(f"{engine}@{size}", {"fresh": [], "done": []})
+            for what in ("fresh", "done"):
+                slot[what] += got[what]
+                each[what].append(median_ms(got[what]))
+    medians = {name: {what: median_ms(v) for what, v in s.items()} for name, s in samples.items()}
+    return {name: {**cell, "rounds": per_round[name]} for name, cell in medians.items()}
 
 
 def fold(ledger: Path) -> None:

@@ -115,6 +115,15 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
         def med(engine: str, size: int, path: str) -> float:
             return float(inp[f"{engine}@{size}"][path])
 
+        def spread(a: tuple[str, int], b: tuple[str, int], path: str) -> str:
+            """The range of the ratio a/b round by round (both ran in every round), or ''."""
+            ours = inp[f"{a[0]}@{a[1]}"].get("rounds", {}).get(path, [])
+            theirs = inp[f"{b[0]}@{b[1]}"].get("rounds", {}).get(path, [])
+            if len(ours) < 2 or len(ours) != len(theirs):
+                return ""
+            ratios = sorted(ratio(x, y) for x, y in zip(ours, theirs, strict=True))
+            return f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x"
+
         for engine, peer, path, limit, name in (
             ("gitledger-fsync", "sqlite-full", "fresh", 1.0, "fresh, durable ≤ 1.0x SQLite WAL FULL"),
             (
@@ -127,10 +136,13 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
             ("gitledger-fsync", "sqlite-normal", "done", 4.0, "done ≤ 4x bare SQLite"),
         ):
             a, b = med(engine, large, path), med(peer, large, path)
-            row(f"{name}, {large:,} entries", ratio(a, b), limit, f"{a:.3f} vs {b:.3f} ms")
+            detail = f"{a:.3f} vs {b:.3f} ms" + spread((engine, large), (peer, large), path)
+            row(f"{name}, {large:,} entries", ratio(a, b), limit, detail)
         for path in ("fresh", "done"):
             a, b = med("gitledger-fsync", large, path), med("gitledger-fsync", 100, path)
-            row(f"{path}: {large:,} vs 100 entries ≤ 1.3x", ratio(a, b), 1.3, f"{a:.3f} vs {b:.3f} ms")
+            fsync = "gitledger-fsync"
+            detail = f"{a:.3f} vs {b:.3f} ms" + spread((fsync, large), (fsync, 100), path)
+            row(f"{path}: {large:,} vs 100 entries ≤ 1.3x", ratio(a, b), 1.3, detail)
     writers = store.get("writers")
     if writers:
         for durability in ("fsync", "none"):

@@ -116,6 +116,7 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
         for size in store["sizes"]:
             cell = store["in_process"][f"{engine}@{size}"]
             assert _finite(cell["fresh"]) and _finite(cell["done"])
+            assert [len(cell["rounds"][what]) for what in ("fresh", "done")] == [store["rounds"]] * 2
         for n in (1, 2):
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
@@ -145,6 +146,38 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     except ImportError:
         return
     assert (out / "overhead.png").stat().st_size > 1000 and "overhead.png" in report
+
+
+def test_store_targets_give_the_ratio_round_by_round() -> None:
+    """A durable step is mostly two syncs, whose latency drifts during a run: beside the ratio of the
+    medians, each target row gives the range of the ratios of the rounds (paired by round)."""
+    from benchmarks.report import store_targets
+
+    def cell(fresh: list[float]) -> dict[str, object]:
+        rounds = {"fresh": fresh, "done": [0.1] * len(fresh)}
+        return {"fresh": sorted(fresh)[1], "done": 0.1, "rounds": rounds}
+
+    engines = {
+        "gitledger-fsync": ([0.40, 0.50, 0.60], [0.40, 0.50, 0.66]),
+        "gitledger-none": ([0.15] * 3, [0.18] * 3),
+        "sqlite-full": ([0.45] * 3, [0.40, 0.55, 0.44]),
+        "sqlite-normal": ([0.10] * 3, [0.10] * 3),
+    }
+    inp = {}
+    for engine, (small, large) in engines.items():
+        inp[f"{engine}@100"], inp[f"{engine}@1000"] = cell(small), cell(large)
+    rows = {row["target"]: row for row in store_targets({"sizes": [100, 1000], "in_process": inp})}
+    durable = rows["fresh, durable ≤ 1.0x SQLite WAL FULL, 1,000 entries (issue 14)"]
+    # medians 0.50 vs 0.44; rounds 0.40/0.40, 0.50/0.55, 0.66/0.44
+    assert durable["measured"] == "1.14x (0.500 vs 0.440 ms; round by round 0.91 to 1.50x)"
+    assert not durable["met"]
+    size = rows["fresh: 1,000 vs 100 entries ≤ 1.3x (issue 14)"]
+    assert size["measured"].endswith("round by round 1.00 to 1.10x)") and size["met"]
+
+    for name in inp:  # one round: no range to give
+        inp[name] = {**inp[name], "rounds": {"fresh": [1.0], "done": [1.0]}}
+    rows = {row["target"]: row for row in store_targets({"sizes": [100, 1000], "in_process": inp})}
+    assert all("round by round" not in row["measured"] for row in rows.values())
 
 
 def test_fdatasync_benchmark_measures_every_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
