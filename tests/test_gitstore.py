@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -116,6 +117,75 @@ def test_ledger_ref_pointing_at_a_blob_is_a_clear_error(repo: Path):
     git("update-ref", NOTES_REF, blob, cwd=repo)
     proc = run_gitledger("list", cwd=repo)
     assert proc.returncode == 1 and "not a commit" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _ran_again(repo: Path, marker: Path) -> subprocess.CompletedProcess[str]:
+    """The recorded step T-1/push once more (``--json``), with an effect that leaves ``marker``."""
+    script = f"echo ran >> {marker}"
+    return run_gitledger("run-step", "-t", "T-1", "-s", "push", "--json", "--", "sh", "-c", script, cwd=repo)
+
+
+@pytest.mark.parametrize("ref", [NOTES_REF, INTENTS_REF])
+def test_a_ledger_ref_made_symbolic_by_hand_is_refused_and_never_written_through(repo: Path, ref: str):
+    """A ledger ref turned into ``ref: refs/heads/main`` used to be followed: the step read an empty
+    ledger and ran again, and a fold then moved the user's branch onto a ledger commit."""
+    record(repo)
+    assert run_json("flush", cwd=repo) == {"folded": 2}
+    record(repo, step="later")  # in the journal: a fold has something to write
+    before = git("rev-parse", ref, cwd=repo)
+    main = git("rev-parse", "main", cwd=repo)
+    git("symbolic-ref", ref, "refs/heads/main", cwd=repo)
+    marker = repo.parent / "ran"
+    again = _ran_again(repo, marker)
+    if ref == INTENTS_REF:  # a done step is answered from its note (the key's intent is hashed)
+        assert json.loads(again.stdout)["status"] == "skipped"
+    for proc in ([again] if ref == NOTES_REF else []) + [
+        run_gitledger(c, cwd=repo) for c in ("flush", "list")
+    ]:
+        assert proc.returncode == 1, proc
+        assert proc.stderr.count("\n") == 1 and "a symbolic ref (to refs/heads/main)" in proc.stderr
+        # the way back: from the reflog (git keeps one for refs/notes/, not for refs/gitledger/)
+        assert f"git update-ref --no-deref {ref} {before if ref == NOTES_REF else '<commit>'}" in proc.stderr
+    assert not marker.exists() and git("rev-parse", "main", cwd=repo) == main
+    git("update-ref", "--no-deref", ref, before, cwd=repo)  # what the message says to do
+    assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
+
+
+def test_a_ledger_ref_pointed_at_a_project_commit_is_refused(repo: Path):
+    """A commit that is not a ledger (its tree holds the project's files) read as the notes looked
+    like an empty ledger: every done step ran again, and a fold built notes on the project's tree."""
+    record(repo)
+    assert run_json("flush", cwd=repo) == {"folded": 2}
+    record(repo, step="later")
+    before = git("rev-parse", NOTES_REF, cwd=repo)
+    git("update-ref", NOTES_REF, "main", cwd=repo)
+    marker = repo.parent / "ran"
+    for proc in (_ran_again(repo, marker), run_gitledger("flush", cwd=repo)):
+        assert proc.returncode == 1, proc
+        assert (
+            proc.stderr.count("\n") == 1 and "not a gitledger ledger (its tree holds 'README')" in proc.stderr
+        )
+    assert not marker.exists()
+    git("update-ref", NOTES_REF, before, cwd=repo)
+    assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
+
+
+def test_ref_updates_never_go_through_a_symbolic_ref(repo: Path):
+    """The last guard, for a ref made symbolic between a read and a write: the fresh ``update-ref``
+    replaces the symbolic ref (its old value still checked) and leaves the branch it named alone."""
+    from gitledger.git.refupdate import update_refs_fresh
+
+    main = git("rev-parse", "main", cwd=repo)
+    other = git("commit-tree", "-m", "other", f"{main}^{{tree}}", cwd=repo)
+    git("symbolic-ref", NOTES_REF, "refs/heads/main", cwd=repo)
+    with GitRepo.discover(repo) as r:
+        moved = update_refs_fresh(
+            r, [(NOTES_REF, other, main)], lambda ref: git("rev-parse", ref, cwd=repo), None, "", print
+        )
+        assert moved and r.update_refs([(INTENTS_REF, other, None)])
+    assert git("rev-parse", "main", cwd=repo) == main
+    assert git("rev-parse", NOTES_REF, cwd=repo) == other
+    assert git("symbolic-ref", "-q", NOTES_REF, cwd=repo, check=False) == ""
 
 
 def test_not_a_repository(tmp_path: Path):

@@ -47,7 +47,14 @@ class DamagedRefError(Exception):
 
     def __init__(self, ref: str, path: str, content: bytes) -> None:
         self.ref, self.path, self.content = ref, path, content
-        what = "empty" if not content.strip() else f"not an object id ({content[:40]!r})"
+        text = content.strip()
+        if not text:
+            what = "empty"
+        elif text.startswith(b"ref: "):
+            target = text[5:200].decode(errors="replace")
+            what = f"a symbolic ref (to {target}), not an object id: a ledger ref is never symbolic"
+        else:
+            what = f"not an object id ({content[:40]!r})"
         super().__init__(f"{ref} ({path}) is {what}")
 
 
@@ -385,22 +392,20 @@ class ObjectReader:
 
 def read_ref(common_dir: Path | str, ref: str, hex_len: int = 40, path: str | None = None) -> str | None:
     """The object id ``ref`` points at (files backend: loose file, else packed-refs), None if absent.
-    ``path``: the ref's loose file, when the caller has it joined already."""
+    ``path``: the ref's loose file, when the caller has it joined already.
+
+    Only for gitledger's own refs, which git never makes symbolic: a symbolic one (``ref: ...``, put
+    there by hand) raises :class:`DamagedRefError` rather than being followed, so the ledger is never
+    read from, nor written through to, a ref it names (a branch)."""
     path = path or os.path.join(common_dir, ref)
-    for _ in range(5):  # symbolic refs, bounded
-        try:
-            data = _read_small(path)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return _packed_ref(common_dir, ref, hex_len)
-        if data.startswith(b"ref: "):
-            ref = data.strip()[5:].decode(errors="replace")
-            path = os.path.join(common_dir, ref)
-            continue
-        oid = _object_id(data, hex_len)
-        if oid is not None:
-            return oid
-        raise DamagedRefError(ref, path, data)
-    return None
+    try:
+        data = _read_small(path)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return _packed_ref(common_dir, ref, hex_len)
+    oid = _object_id(data, hex_len)
+    if oid is not None:
+        return oid
+    raise DamagedRefError(ref, path, data)
 
 
 def _object_id(data: bytes, hex_len: int) -> str | None:
@@ -433,8 +438,9 @@ class LooseRef:
     (``st_nlink`` 0), and an open file's inode cannot be reused meanwhile, so ``fstat`` of the open
     file tells whether it still names the ref: then the id read from it is still the ref's value. Its
     size and modification time are compared too, so a tool that rewrites the file in place is noticed
-    as well (unless it keeps the size within one tick of the file system's clock). A ref that is
-    symbolic, only in ``packed-refs`` or missing is read anew at every lookup, as :func:`read_ref`.
+    as well (unless it keeps the size within one tick of the file system's clock). A ref only in
+    ``packed-refs`` or missing is read anew at every lookup, as :func:`read_ref`; a symbolic or
+    damaged one raises :class:`DamagedRefError`.
     On a network file system a client may answer ``fstat`` from its attribute cache; the ledger needs
     a local file system anyway (docs/design.md)."""
 
@@ -472,7 +478,7 @@ class LooseRef:
         finally:
             if fd is not None:
                 os.close(fd)
-        return read_ref(self._common_dir, self._ref, self._hex_len, self._path)  # symbolic or damaged
+        return read_ref(self._common_dir, self._ref, self._hex_len, self._path)  # raises: symbolic or damaged
 
     def close(self) -> None:
         if self._fd is not None:

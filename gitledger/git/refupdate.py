@@ -53,7 +53,9 @@ def update_refs_fresh(
         try:
             while remaining:
                 ref, new, old = remaining[0]
-                line = f"start\nupdate {ref} {new} {old or repo.zero_oid}\nprepare\ncommit\n"
+                # no-deref: a ledger ref made symbolic by hand is replaced, never written through to
+                # the ref it names (a branch); its old value is still checked
+                line = f"start\noption no-deref\nupdate {ref} {new} {old or repo.zero_oid}\nprepare\ncommit\n"
                 proc.stdin.write(line.encode())
                 proc.stdin.flush()
                 answers = [proc.stdout.readline() for _ in range(3)]

@@ -352,11 +352,12 @@ class GitRepo:
     def update_refs(self, updates: Sequence[tuple[str, str, str | None]]) -> bool:
         """Move refs atomically: each (ref, new, expected old or None for "must not exist").
 
-        Returns False when a ref was not at its expected value (someone else wrote first).
+        Returns False when a ref was not at its expected value (someone else wrote first). A ref
+        made symbolic by hand is replaced, never written through (``no-deref``).
         """
         lines = []
         for ref, new, old in updates:
-            lines.append(f"update {ref} {new} {old or self.zero_oid}\n")
+            lines.append(f"option no-deref\nupdate {ref} {new} {old or self.zero_oid}\n")
         if self._refs is None:
             self._refs = RefUpdater(self.git_dir)
         return self._refs.apply("".join(lines))

@@ -100,6 +100,11 @@ _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
 
 
+def _restore(ref: str, commit: str = "<commit>") -> str:
+    """How to put a damaged ledger ref back (never through a symbolic ref to a branch)."""
+    return f"restore it with 'git update-ref --no-deref {ref} {commit}'"
+
+
 @dataclass(frozen=True)
 class Tip:
     commit: str | None
@@ -191,19 +196,26 @@ class GitStore:
             raise CorruptLedgerError(f"{exc}; {self._repair_hint(ref)}") from exc
 
     def _repair_hint(self, ref: str) -> str:
-        last = None
+        """How to restore ``ref``: its newest value in its reflog that is a ledger's commit (the
+        reflog also records what damaged it, e.g. a branch's commit it was pointed at)."""
         try:
             with open(self.repo.common_dir / "logs" / ref, "rb") as fh:
-                for line in fh.read().splitlines():
-                    parts = line.split(b" ")
-                    if len(parts) > 1 and self._reader.read(parts[1].decode(errors="replace")) is not None:
-                        last = parts[1].decode()
-        except (OSError, DamagedObjectFileError, ValueError):
-            pass
-        if last:
-            return f"restore it with 'git update-ref {ref} {last}' (its last value in 'git reflog {ref}')"
-        hint = f"restore it with 'git update-ref {ref} <commit>' (see 'git reflog {ref}')"
-        return hint + " or fetch it from a clone"
+                values = [line.split(b" ")[1].decode(errors="replace") for line in fh.read().splitlines()]
+        except (OSError, IndexError):
+            values = []
+        for value in reversed(values):
+            if self._is_ledger_commit(value):
+                return f"{_restore(ref, value)} (its last good value in 'git reflog {ref}')"
+        return f"{_restore(ref)} (see 'git reflog {ref}') or fetch it from a clone"
+
+    def _is_ledger_commit(self, oid: str) -> bool:
+        try:
+            found = self._reader.read(oid) if _HEX.fullmatch(oid) else None
+            if found is None or found[0] != "commit":
+                return False
+            return self.trees.foreign_entry(found[1][5 : found[1].index(b"\n")].decode()) is None
+        except (GitError, DamagedObjectFileError, ValueError):
+            return False
 
     def tip(self, ref: str) -> Tip:
         """The commit and tree a ledger ref (or a commit id) points at."""
@@ -223,13 +235,18 @@ class GitStore:
             )
         _, kind, data = found
         if kind != "commit":
+            hint = f"{_restore(ref)} (see 'git reflog {ref}')"
+            raise CorruptLedgerError(f"{ref} points at a {kind}, not a commit; {hint}")
+        tree = data[5 : data.index(b"\n")].decode()
+        foreign = self.trees.foreign_entry(tree)
+        if foreign is not None:
             raise CorruptLedgerError(
-                f"{ref} points at a {kind}, not a commit; restore it with 'git update-ref {ref} <commit>' "
-                f"(see 'git reflog {ref}')"
+                f"{ref} points at commit {oid}, which is not a gitledger ledger (its tree holds "
+                f"{foreign!r}); {_restore(ref)} (see 'git reflog {ref}')"
             )
         if len(self._tips) > 64:
             self._tips.clear()
-        tip = self._tips[oid] = Tip(oid, data[5 : data.index(b"\n")].decode())
+        tip = self._tips[oid] = Tip(oid, tree)
         return tip
 
     def intent_oid(self, intent: Intent) -> str:

@@ -11,6 +11,7 @@ them). Trees are immutable, so everything read is cached.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 from gitledger.core.errors import CorruptLedgerError
@@ -18,6 +19,8 @@ from gitledger.git.repo import format_tree, parse_tree
 
 TREE = "40000"
 BLOB = "100644"
+_NOTE_MODES = (BLOB, "100755")
+_HEX_NAME = re.compile(r"[0-9a-f]+")
 
 
 class Trees:
@@ -131,6 +134,20 @@ class Trees:
             path.append(rest[:2])
             rest = rest[2:]
             tree = sub[1]
+        return None
+
+    def foreign_entry(self, tree: str) -> str | None:
+        """The name of the first entry of a ledger's root tree that no ledger holds, or None.
+
+        A root holds fan-out levels (two hex digits) or, as ``git notes`` lays out a small notes tree,
+        notes named by hex object ids; a commit of a project (a ledger ref pointed at a branch by
+        hand) holds other names, and read as a ledger it would look empty."""
+        if self._fanout_level(tree) is not None:  # two-character subtrees only
+            return None
+        for name, (mode, _) in self.tree(tree).items():
+            hex_name = _HEX_NAME.fullmatch(name) is not None
+            if not (hex_name and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES)):
+                return name
         return None
 
     def walk(self, tree: str | None, prefix: str = "") -> Iterator[tuple[str, str]]:
