@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gitledger.git import journal as journal_module
+from gitledger.git import journal_io
 from gitledger.git.journal import ROTATED, Journal, StaleTailError
 from gitledger.git.journal_format import DAMAGED_PREFIX, decode, encode
 
@@ -296,7 +297,7 @@ def test_a_read_that_straddles_a_repair_is_read_again(
     path = str(tmp_path / "journal")
     writer = Journal(path, durable=False)
     n = 0
-    while writer.size < journal_module._FIRST_READ - 400:
+    while writer.size < journal_io.FIRST_READ - 400:
         record = encode(f"k{n}", b"{}", b'{"state":"attempting","pad":"%s"}' % (b"x" * 100))
         write(writer, record)
         writer.appended(record)
@@ -418,7 +419,7 @@ def test_a_repair_killed_after_keeping_the_torn_write_keeps_it_once(
         raise KeyboardInterrupt  # the process ends here: nothing after this runs
 
     with monkeypatch.context() as patch:
-        patch.setattr(journal_module, "_write_at", killed)
+        patch.setattr(journal_module, "write_at", killed)
         with pytest.raises(KeyboardInterrupt):
             Journal(path).repair()
     assert Path(path + ".torn").read_bytes() == full[:-7] + b"\n"

@@ -58,12 +58,12 @@ import time
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
 from gitledger.git.journal_format import DAMAGED_PREFIX, Record, decode, split_torn
+from gitledger.git.journal_io import FIRST_READ, open_noatime, read_to_zero, sync_dir, write_all, write_at
 from gitledger.git.repo import current_pid, lock_holders, lock_timeout, take_flock
 
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _NONZERO = re.compile(rb"[^\0]+")
 RESERVE = 256 * 1024  # zeros written ahead of the records at a time (a fold empties up to ~1.1 MiB of lines)
-_FIRST_READ = 1024  # what a refresh reads first (a reader that is up to date finds a zero in it)
 ROTATED = b"#rotated"  # written after the last record of a journal about to be replaced
 _MAX_REOPENS = 100  # rotations a lock-free reader follows in one refresh before it settles for a view
 PATH_CHECK_SECONDS = 1.0  # how often a refresh looks at the path without a ROTATED line (one stat)
@@ -75,60 +75,6 @@ LAZY_SEARCHES = 8  # keys looked up by searching the unparsed lines; the next lo
 class StaleTailError(Exception):
     """Bytes other than zeros lie where the next record would go (leftovers of a power cut): the
     journal needs :meth:`Journal.repair` under the exclusive lock before anyone writes to it."""
-
-
-def _data(fd: int, pos: int, first: int = _FIRST_READ) -> tuple[bytes, bytes]:
-    """(the bytes of ``fd`` from ``pos`` up to the first zero byte or the end of the file, what the last
-    read held from that zero byte on). A first read of ``first`` bytes, then larger ones: a reader that
-    is up to date reads one block of zeros."""
-    chunks = []
-    want = first
-    while True:
-        chunk = os.pread(fd, want, pos)
-        zero = chunk.find(0)
-        if zero != -1:
-            chunks.append(chunk[:zero])
-            return b"".join(chunks), chunk[zero:]
-        chunks.append(chunk)
-        if len(chunk) < want:  # the end of the file (a journal of an earlier build has no zeros)
-            return b"".join(chunks), b""
-        pos += len(chunk)
-        want = min(want * 8, 1 << 20)
-
-
-def _open(path: str, flags: int) -> int:
-    """``os.open`` without access-time updates where the owner may ask for that (each read after a
-    write would otherwise dirty the inode)."""
-    try:
-        return os.open(path, flags | os.O_NOATIME)
-    except PermissionError:  # O_NOATIME: only the file's owner (or CAP_FOWNER)
-        return os.open(path, flags)
-
-
-def _write_all(fd: int, data: bytes, at: int) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.pwrite(fd, view, at)
-        view, at = view[written:], at + written
-
-
-def _write_at(path: str, data: bytes, at: int, *, sync: bool) -> None:
-    """Write ``data`` at offset ``at`` of the file ``path`` (then ``fdatasync`` it when ``sync``)."""
-    fd = os.open(path, os.O_WRONLY)
-    try:
-        _write_all(fd, data, at)
-        if sync:
-            os.fdatasync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_dir(path: str) -> None:
-    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class Journal:
@@ -207,7 +153,7 @@ class Journal:
     def _open(self) -> bool:
         self._reset()
         try:
-            self._fd = _open(self.path, os.O_RDONLY)
+            self._fd = open_noatime(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return False
         self._check_at = time.monotonic() + PATH_CHECK_SECONDS
@@ -245,7 +191,7 @@ class Journal:
         self._pending.clear()
         self._partial = b""
         base = self._read_end = self._good_end
-        data = _data(self._fd, base)[0]
+        data = read_to_zero(self._fd, base)[0]
         if not data:
             return True
         if base == 0 and len(data) >= LAZY_MIN and self._defer(data):
@@ -448,7 +394,7 @@ class Journal:
             return None
         if pieces:
             self.keep_aside(pieces)
-        _write_at(self.path, bytes(end), self._good_end, sync=self.durable)
+        write_at(self.path, bytes(end), self._good_end, sync=self.durable)
         self._read_end = self._good_end
         self._pending.clear()
         self._partial = b""
@@ -546,7 +492,7 @@ class Journal:
         this process read (others may have written since), once that byte, the ``length`` after it
         and one more are checked to be zeros; the file is extended by zeros when it is too short."""
         need = length + 1  # the record and a zero after it: it is never joined to leftovers
-        data, after = _data(fd, self._good_end, _FIRST_READ + need)
+        data, after = read_to_zero(fd, self._good_end, FIRST_READ + need)
         at = self._good_end + len(data)
         after = after[:need]
         if len(after) < need:
@@ -554,7 +500,7 @@ class Journal:
         if after.count(0) != len(after):
             raise StaleTailError(f"{self.path}: bytes other than zeros after the last record")
         if len(after) < need:  # the end of the file: add zeros (synced with the record's own sync)
-            _write_all(fd, bytes(RESERVE + need - len(after)), at + len(after))
+            write_all(fd, bytes(RESERVE + need - len(after)), at + len(after))
         return at
 
     def appended(self, record: bytes, decoded: Record | None = None) -> None:
@@ -583,11 +529,11 @@ class Journal:
             return self._wfd
         self._close_wfd()
         try:
-            fd = _open(self.path, os.O_RDWR)
+            fd = open_noatime(self.path, os.O_RDWR)
         except FileNotFoundError:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             if self.durable:  # the new file's name is durable before any record in it is
-                _sync_dir(self.path)
+                sync_dir(self.path)
         self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, current_pid()
         return fd
 
@@ -639,18 +585,18 @@ class Journal:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             # the lines written since; the next writer adds zeros (a flushed journal stays empty)
-            _write_all(fd, keep, 0)
+            write_all(fd, keep, 0)
             if self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
         faults.point("fold-rotate")
         if self._fd is not None:  # readers that keep this file open learn that it is replaced
-            _write_at(self.path, ROTATED + b"\n", self._good_end, sync=False)
+            write_at(self.path, ROTATED + b"\n", self._good_end, sync=False)
         faults.point("fold-marked")
         os.replace(tmp, self.path)
         if self.durable:
-            _sync_dir(self.path)
+            sync_dir(self.path)
         self._close_fd()
         self._reset()
         return notice

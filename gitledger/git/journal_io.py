@@ -1,0 +1,60 @@
+"""The journal's file operations (:mod:`gitledger.git.journal`): reading up to the zeros that follow
+the records, writing in place, syncing the folder."""
+
+import os
+
+FIRST_READ = 1024  # what a refresh reads first (a reader that is up to date finds a zero in it)
+
+
+def read_to_zero(fd: int, pos: int, first: int = FIRST_READ) -> tuple[bytes, bytes]:
+    """(the bytes of ``fd`` from ``pos`` up to the first zero byte or the end of the file, what the last
+    read held from that zero byte on). A first read of ``first`` bytes, then larger ones: a reader that
+    is up to date reads one block of zeros."""
+    chunks = []
+    want = first
+    while True:
+        chunk = os.pread(fd, want, pos)
+        zero = chunk.find(0)
+        if zero != -1:
+            chunks.append(chunk[:zero])
+            return b"".join(chunks), chunk[zero:]
+        chunks.append(chunk)
+        if len(chunk) < want:  # the end of the file (a journal of an earlier build has no zeros)
+            return b"".join(chunks), b""
+        pos += len(chunk)
+        want = min(want * 8, 1 << 20)
+
+
+def open_noatime(path: str, flags: int) -> int:
+    """``os.open`` without access-time updates where the owner may ask for that (each read after a
+    write would otherwise dirty the inode)."""
+    try:
+        return os.open(path, flags | os.O_NOATIME)
+    except PermissionError:  # O_NOATIME: only the file's owner (or CAP_FOWNER)
+        return os.open(path, flags)
+
+
+def write_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, at)
+        view, at = view[written:], at + written
+
+
+def write_at(path: str, data: bytes, at: int, *, sync: bool) -> None:
+    """Write ``data`` at offset ``at`` of the file ``path`` (then ``fdatasync`` it when ``sync``)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        write_all(fd, data, at)
+        if sync:
+            os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def sync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
