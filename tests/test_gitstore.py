@@ -188,6 +188,32 @@ def test_ref_updates_never_go_through_a_symbolic_ref(repo: Path):
     assert git("symbolic-ref", "-q", NOTES_REF, cwd=repo, check=False) == ""
 
 
+def test_zeros_written_into_the_middle_of_the_journal_hide_no_step(repo: Path):
+    """A run of zero bytes in the middle of the journal (a damaged block) made readers stop there:
+    'list' showed one of three steps without a word, a done step ran again, and 'flush' moved the
+    confirmed events behind the zeros aside as torn writes. Now readers say so, and the first write
+    takes them back before it decides."""
+    for step in ("a", "b", "c"):
+        record(repo, step=step)
+    journal = repo / ".git" / "gitledger.journal"
+    data = journal.read_bytes()
+    second = data.index(b"\n", data.index(b"\n") + 1) + 1  # after step a's two lines
+    journal.write_bytes(data[:second] + bytes(100) + b"\n" + data[second:])
+    listed = run_gitledger("list", "--json", cwd=repo)
+    assert [e["key"].split(".")[1] for e in json.loads(listed.stdout)] == ["a"]
+    assert listed.stderr.count("\n") == 1 and "holds records behind zero bytes" in listed.stderr
+    marker = repo.parent / "ran"
+    again = run_gitledger(
+        "run-step", "-t", "T-1", "-s", "b", "--json", "--", "sh", "-c", f"echo >> {marker}", cwd=repo
+    )
+    assert json.loads(again.stdout)["status"] == "skipped" and not marker.exists(), again.stderr
+    assert "they are read again" in again.stderr
+    states = {e["key"].split(".")[1]: e["state"] for e in run_json("list", cwd=repo)}
+    assert states == {"a": "done", "b": "done", "c": "done"}
+    assert run_json("flush", cwd=repo) == {"folded": 6}
+    assert not (repo / ".git" / "gitledger.journal.torn").exists()
+
+
 def test_not_a_repository(tmp_path: Path):
     with pytest.raises(UsageError, match="not inside a git repository"):
         GitRepo.discover(tmp_path)

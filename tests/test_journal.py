@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +101,11 @@ def test_a_complete_line_with_a_bad_checksum_at_the_end_is_a_torn_tail(tmp_path:
     assert j.repair() is not None and lines_of(path) == rec("k1", 1)
 
 
-def test_leftovers_behind_zeros_are_never_joined_to_a_record(tmp_path: Path) -> None:
-    """A power cut can keep the blocks of a later unsynced record and lose an earlier one: zeros, then
-    a record. A reader stops at the zeros; a writer never writes next to the leftover (that would make
-    it readable), but has it moved aside under the lock first."""
+def test_records_behind_zeros_are_taken_back_never_written_next_to(tmp_path: Path) -> None:
+    """Zeros, then a record: a power cut kept the blocks of a later record and lost an earlier one's,
+    or the file was damaged in its middle. A reader stops at the zeros; a writer never writes next to
+    the record (StaleTailError), and the repair under the lock puts it right after the last good
+    line, as an event: moved aside, a confirmed step's lines were lost and the step ran again."""
     path = str(tmp_path / "journal")
     j = Journal(path)
     write(j, rec("k1", 1))
@@ -109,20 +113,102 @@ def test_leftovers_behind_zeros_are_never_joined_to_a_record(tmp_path: Path) -> 
     put(path, later, gap=len(rec("k2", 2)))  # exactly the room for the next record
     reader = Journal(path)
     reader.refresh()
-    assert reader.key_names() == ["k1"] and reader.tail == b""
+    assert reader.key_names() == ["k1"] and reader.tail == b"" and reader.hidden
     j.refresh()
     with pytest.raises(StaleTailError):
         j.append(rec("k2", 2))
     assert lines_of(path) == rec("k1", 1)  # nothing written
     notice = j.repair()
-    assert notice is not None and "power cut" in notice
-    assert Path(path + ".torn").read_bytes() == later
+    assert notice is not None and f"1 record(s) behind {len(rec('k2', 2))} zero byte(s)" in notice, notice
+    assert not Path(path + ".torn").exists() and lines_of(path) == rec("k1", 1) + later
     write(j, rec("k2", 2))
     write(j, rec("k3", 3))
     reader.refresh()
-    assert reader.key_names() == ["k1", "k2", "k3"] and lines_of(path) == rec("k1", 1) + rec("k2", 2) + rec(
-        "k3", 3
-    )
+    assert reader.key_names() == ["k1", "k2", "k3", "k9"] and not reader.hidden
+    assert lines_of(path) == rec("k1", 1) + later + rec("k2", 2) + rec("k3", 3)
+
+
+def test_a_long_stretch_of_zeros_hides_nothing_from_a_new_process(tmp_path: Path) -> None:
+    """A stretch of zeros longer than a record (a damaged block) with records, a damaged line and a
+    torn piece behind it: a writer would place its record inside the zeros, so a new process looks
+    behind them when it opens the file, and the repair takes the records back in order and keeps
+    the rest aside."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    behind = rec("k2", 2) + b"0badc0de not a record\n" + rec("k3", 3) + b"a torn tail"
+    put(path, behind, gap=5000)
+    fresh = Journal(path)
+    fresh.refresh()
+    assert fresh.key_names() == ["k1"] and fresh.hidden
+    notice = fresh.repair()
+    assert notice is not None and "2 record(s) behind 5000 zero byte(s)" in notice
+    assert "2 torn piece(s)" in notice
+    assert lines_of(path) == rec("k1", 1) + rec("k2", 2) + rec("k3", 3)
+    assert Path(path + ".torn").read_bytes() == b"0badc0de not a record\na torn tail\n"
+    j.refresh()  # a reader that kept the old file open follows the replacement
+    assert j.key_names() == ["k1", "k2", "k3"]
+    write(j, rec("k4", 4))
+    again = Journal(path)
+    again.refresh()
+    assert again.key_names() == ["k1", "k2", "k3", "k4"] and not again.hidden
+
+
+@pytest.mark.parametrize("point", ["journal-retaken-rotate", "journal-retaken-marked"])
+def test_taking_records_back_killed_midway_loses_and_doubles_nothing(tmp_path: Path, point: str) -> None:
+    """The repair that takes records back replaces the file (never rewrites it in place): killed
+    before the rename, with or without the mark that tells readers, the old file still holds every
+    record, and the next repair takes them back once."""
+    path = str(tmp_path / "journal")
+    write(Journal(path), rec("k1", 1))
+    put(path, rec("k2", 2) + rec("k3", 3), gap=3000)
+    code = "import sys\nfrom gitledger.git.journal import Journal\nJournal(sys.argv[1]).repair()\n"
+    env = {**os.environ, "GITLEDGER_FAULT": point}
+    killed = subprocess.run([sys.executable, "-c", code, path], env=env, capture_output=True, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    reader = Journal(path)
+    reader.refresh()
+    assert reader.key_names() == ["k1"] and reader.hidden
+    assert reader.repair() is not None
+    assert lines_of(path) == rec("k1", 1) + rec("k2", 2) + rec("k3", 3)
+    assert not Path(path + ".torn").exists() and os.listdir(tmp_path) == ["journal"]
+
+
+def test_a_fold_keeps_the_records_behind_zeros(tmp_path: Path) -> None:
+    """The rotation after a fold reads what follows the last good line too: records behind zeros go
+    into the new journal (the fold had not seen them), not aside."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    put(path, rec("k2", 2), gap=3000)
+    j.refresh()
+    assert j.rotate() is None
+    assert lines_of(path) == rec("k2", 2) and not Path(path + ".torn").exists()
+
+
+def test_a_write_in_flight_at_the_end_is_not_behind_zeros(tmp_path: Path) -> None:
+    """What lands at the last good line between a new reader's read and its look behind the zeros is
+    a record being appended, not one behind zeros."""
+    path = str(tmp_path / "journal")
+    j = Journal(path)
+    write(j, rec("k1", 1))
+    reader = Journal(path)
+    real = journal_module.Journal._read
+
+    def read_then_append(self: Journal) -> bool:
+        done = real(self)
+        if self is reader:
+            put(path, rec("k2", 2))  # another writer's record, right after the lines read
+        return done
+
+    journal_module.Journal._read = read_then_append  # type: ignore[method-assign]
+    try:
+        reader.refresh()
+    finally:
+        journal_module.Journal._read = real  # type: ignore[method-assign]
+    assert reader.key_names() == ["k1"] and not reader.hidden
+    reader.refresh()
+    assert reader.key_names() == ["k1", "k2"]
 
 
 def test_a_rotation_killed_after_its_mark_loses_nothing(tmp_path: Path) -> None:

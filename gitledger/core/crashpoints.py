@@ -22,6 +22,9 @@ Storage points (the git store's journal and fold; ``STORAGE_POINTS``):
   renamed yet
 - ``fold-marked``: a fold also wrote the line that tells readers the journal is replaced, not renamed
   yet
+- ``journal-retaken-rotate``, ``journal-retaken-marked``: the same two moments of a repair that takes
+  back records found behind zeros (not in ``STORAGE_POINTS``: a step never reaches them; tested in
+  ``tests/test_journal.py``)
 """
 
 from __future__ import annotations

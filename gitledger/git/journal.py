@@ -11,10 +11,11 @@ costs about half one of an append (``benchmarks/bench_fdatasync.py``; docs/desig
 place*). Records are written under the ledger lock held *shared* (many writers at once, each holding
 its key's stripe lock); the offset is taken and the record written under an ``flock`` of the journal
 file itself, so two writers never take the same place. A reader stops at the first zero byte (JSON
-text never holds one). A writer checks that the bytes it writes over, and the byte after them, are
-zeros: after a power cut the blocks of a later, unsynced record may be on disk without those of an
-earlier one, and a record written next to such leftovers could make them readable again; it finds
-them, and :meth:`Journal.repair` moves them aside under the exclusive lock.
+text never holds one). After a power cut the blocks of a later, unsynced record may be on disk
+without those of an earlier one (and a damaged block reads as zeros): records behind zeros. A writer
+checks that the bytes it writes over, and the byte after them, are zeros, and a process looks behind
+the zeros when it opens the file (:attr:`Journal.hidden`); :meth:`Journal.repair`, under the
+exclusive lock, puts such records right after the last good line (the file is replaced).
 A journal written by an earlier build (appended, no zeros) is read to its end and then written in
 place. Once its lines are folded into the notes, the file is replaced (rename) under the ledger lock
 held exclusively by one holding what was written after the fold read it (the next writer adds zeros,
@@ -57,7 +58,7 @@ import time
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
-from gitledger.git.journal_format import DAMAGED_PREFIX, Record, decode, split_torn
+from gitledger.git.journal_format import DAMAGED_PREFIX, Record, decode, sort_leftovers, split_torn
 from gitledger.git.journal_io import FIRST_READ, open_noatime, read_to_zero, sync_dir, write_all, write_at
 from gitledger.git.repo import current_pid, lock_holders, lock_timeout, take_flock
 
@@ -110,6 +111,7 @@ class Journal:
         self._lazy_count = 0  # how many lines that is
         self._lazy_found: dict[str, tuple[list[bytes], bytes | None]] = {}  # key -> its lines, intent
         self._lazy_left = LAZY_SEARCHES
+        self.hidden = False  # records lie behind zeros after the last good line (see repair)
 
     @property
     def size(self) -> int:
@@ -143,12 +145,25 @@ class Journal:
             self._close_fd()
             self._reset()
         for _ in range(_MAX_REOPENS):
-            if self._fd is None and not self._open():
+            opened = self._fd is None
+            if opened and not self._open():
                 return
             if self._read():
+                if opened:
+                    self.hidden = bool(sort_leftovers(self._behind_zeros())[0])
                 return
             self._close_fd()  # rotated: the path names the replacement
             self._reset()
+
+    def _behind_zeros(self) -> list[bytes]:
+        """The runs of bytes other than zeros that lie after zeros after the last good line (once,
+        when the file is opened: a write that lands meanwhile is at the last good line, not behind
+        zeros). Records among them were written behind an earlier write a power cut lost, or the file
+        was damaged in its middle: :meth:`repair` takes them back in."""
+        rest = self._leftovers()[0]
+        first = rest.find(0)  # the bytes before it, at the last good line, are not behind zeros
+        runs = _NONZERO.findall(rest, first) if first != -1 else []
+        return [piece for piece in (run.removeprefix(ROTATED + b"\n") for run in runs) if piece]
 
     def _open(self) -> bool:
         self._reset()
@@ -384,6 +399,7 @@ class Journal:
     def repair(self) -> str | None:
         """Move what follows the last good line and is not zeros (a torn tail, leftovers of a power
         cut) to ``gitledger.journal.torn`` and write zeros over it; a notice saying so, or None.
+        Whole records found behind zeros there are taken back instead (:meth:`_take_back`).
 
         Only under the ledger lock held exclusively: without it the tail may be a write in flight.
         """
@@ -392,6 +408,9 @@ class Journal:
         end = len(rest.rstrip(b"\0"))
         if not end:
             return None
+        records, left = sort_leftovers(pieces)
+        if records:
+            return self._take_back(records, left, rest[:end].count(0))
         if pieces:
             self.keep_aside(pieces)
         write_at(self.path, bytes(end), self._good_end, sync=self.durable)
@@ -405,6 +424,21 @@ class Journal:
             f"gitledger: the ledger journal ended in a torn write ({torn} bytes, from a process killed "
             f"while it wrote, or a power cut; that event was never confirmed to anyone); kept in "
             f"{self.torn_path}"
+        )
+
+    def _take_back(self, records: list[bytes], torn: list[bytes], zeros: int) -> str:
+        """Put ``records``, found behind ``zeros`` zero bytes after the last good line, right after it
+        (the file is replaced, as by a fold: never rewritten in place, where a crash could lose the
+        only copy); ``torn``, the rest found there, goes to ``gitledger.journal.torn``."""
+        assert self._fd is not None
+        if torn:
+            self.keep_aside(torn)
+        lines = os.pread(self._fd, self._good_end, 0)
+        self._replace(lines + b"".join(records), "journal-retaken")
+        also = f"; {len(torn)} torn piece(s) there kept in {self.torn_path}" if torn else ""
+        return (
+            f"gitledger: the ledger journal held {len(records)} record(s) behind {zeros} zero byte(s) in its "
+            f"middle (the file was damaged there, or a power cut lost a write); they are read again{also}"
         )
 
     def keep_aside(self, pieces: list[bytes]) -> None:
@@ -563,7 +597,9 @@ class Journal:
         if fd is not None and self._good_end > end:
             keep = os.pread(fd, self._good_end - end, end)
         torn = [f for f, at in zip(self.fragments, self._fragment_ends, strict=True) if at <= end]
-        torn += [piece.rstrip(b"\n") for piece in self._leftovers()[1]]
+        records, left = sort_leftovers(self._leftovers()[1])
+        keep += b"".join(records)  # behind zeros: events all the same (see repair)
+        torn += left
         # damaged lines that name no key were folded into no note: they are kept here
         nameless = [
             raw
@@ -580,26 +616,32 @@ class Journal:
             if nameless:
                 held.append(f"{len(nameless)} damaged line(s) naming no readable key")
             notice = f"gitledger: the ledger journal held {' and '.join(held)}; kept in {self.torn_path}"
+        # the lines written since; the next writer adds zeros (a flushed journal stays empty)
+        self._replace(keep, "fold")
+        return notice
+
+    def _replace(self, content: bytes, fault: str) -> None:
+        """Replace the file by one holding ``content`` (written and synced aside, then renamed over
+        it); the readers that keep this file open learn it by the line :data:`ROTATED` after its
+        last good line. Crash points ``<fault>-rotate`` and ``<fault>-marked``."""
         self._remove_leftovers()
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            # the lines written since; the next writer adds zeros (a flushed journal stays empty)
-            write_all(fd, keep, 0)
+            write_all(fd, content, 0)
             if self.durable:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        faults.point("fold-rotate")
-        if self._fd is not None:  # readers that keep this file open learn that it is replaced
+        faults.point(f"{fault}-rotate")
+        if self._fd is not None:
             write_at(self.path, ROTATED + b"\n", self._good_end, sync=False)
-        faults.point("fold-marked")
+        faults.point(f"{fault}-marked")
         os.replace(tmp, self.path)
         if self.durable:
             sync_dir(self.path)
         self._close_fd()
         self._reset()
-        return notice
 
     def _remove_leftovers(self) -> None:
         """Remove the ``JOURNAL.<pid>.tmp`` files of rotations killed before their rename. Under the

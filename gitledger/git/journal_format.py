@@ -57,3 +57,27 @@ def decode(raw: bytes) -> Record | None:
         return Record(key.decode(), intent, line)
     except UnicodeDecodeError:
         return None
+
+
+def sort_leftovers(pieces: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """(the whole records, each with its newline; the rest, each line without it) in runs of bytes
+    found after zeros that follow a journal's last good line. A record there was written behind a
+    stretch of zeros (an earlier write a power cut lost, or the file damaged in its middle): it is an
+    event. A line without its newline is a torn write, whatever its checksum says."""
+    records: list[bytes] = []
+    rest: list[bytes] = []
+    for piece in pieces:
+        *whole, last = piece.split(b"\n")
+        for line in whole:
+            if not line:
+                continue
+            fragment, record = b"", decode(line)
+            if record is None:
+                fragment, record = split_torn(line)
+            if fragment:
+                rest.append(fragment)
+            if record is not None:
+                records.append(line[len(fragment) :] + b"\n")
+        if last:
+            rest.append(last)
+    return records, rest

@@ -151,6 +151,7 @@ class GitStore:
         self._notes: dict[tuple[str | None, str], tuple[str | None, bytes | None, bool]] = {}
         self._loose_refs = {ref: LooseRef(repo.common_dir, ref, self._hex_len) for ref in LEDGER_REFS}
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
+        self._hidden_said = False  # the notice on records behind zeros in the journal, once
         self._gc: subprocess.Popen[bytes] | None = None
 
     # -- objects and refs, in-process ----------------------------------------------------------------
@@ -344,10 +345,22 @@ class GitStore:
             return body
         return self.read_as(version, "blob")
 
+    def _refresh(self) -> None:
+        """Read the journal's new lines; say once when records lie behind zeros in it (a write, which
+        repairs first, or 'gitledger flush' takes them back: a reader holds no lock to do it)."""
+        self.journal.refresh()
+        if self.journal.hidden and not self._hidden_said:
+            self._hidden_said = True
+            self._notice(
+                f"gitledger: the ledger journal {self.journal.path} holds records behind zero bytes in its "
+                "middle (damage, or a power cut), not read yet; the next write takes them back, or run "
+                "'gitledger flush'"
+            )
+
     def load(self, key: str | Intent) -> Entry:
         # the journal first, then the notes: a fold moves the refs before it empties the journal, so
         # what this reads is never missing an event that was in the journal when it was read
-        self.journal.refresh()
+        self._refresh()
         notes_tree = self.tip(NOTES_REF).tree
         if isinstance(key, Intent):
             return self._entry(key.key, self.intent_oid(key), notes_tree)
@@ -371,7 +384,7 @@ class GitStore:
     def entries(self) -> Iterator[Entry]:
         """Every entry, by key; an intent record that is missing or unreadable is reported as a corrupt
         entry of its own (named ``damaged-intent:<key digest>``) and leaves every other entry readable."""
-        self.journal.refresh()
+        self._refresh()
         notes_tree = self.tip(NOTES_REF).tree
         keys: dict[str, str | None] = {}
         damaged: list[tuple[str, str]] = []
@@ -421,7 +434,7 @@ class GitStore:
                 journal.refresh()
                 if journal.tail:
                     journal.settle()
-                if not journal.tail:
+                if not journal.tail and not journal.hidden:
                     notes_tree = self.tip(NOTES_REF).tree
                     anyway = expected == ANY_VERSION
                     current, body, _, damaged = self._version(

@@ -137,18 +137,20 @@ class Trees:
         return None
 
     def foreign_entry(self, tree: str) -> str | None:
-        """The name of the first entry of a ledger's root tree that no ledger holds, or None.
+        """A name in a ledger's root tree when none of its entries is a ledger's, else None.
 
         A root holds fan-out levels (two hex digits) or, as ``git notes`` lays out a small notes tree,
-        notes named by hex object ids; a commit of a project (a ledger ref pointed at a branch by
-        hand) holds other names, and read as a ledger it would look empty."""
+        notes named by hex object ids. A commit of a project (a ledger ref pointed at a branch by
+        hand) holds neither, and read as a ledger it would look empty; a ledger with a stray file
+        added is still read (the file is ignored)."""
         if self._fanout_level(tree) is not None:  # two-character subtrees only
             return None
+        foreign = None
         for name, (mode, _) in self.tree(tree).items():
-            hex_name = _HEX_NAME.fullmatch(name) is not None
-            if not (hex_name and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES)):
-                return name
-        return None
+            if _HEX_NAME.fullmatch(name) and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES):
+                return None
+            foreign = foreign or name
+        return foreign
 
     def walk(self, tree: str | None, prefix: str = "") -> Iterator[tuple[str, str]]:
         """Every (full name, blob oid) below a fanned-out tree."""

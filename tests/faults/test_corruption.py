@@ -107,6 +107,15 @@ CORPUS: dict[str, tuple[Damage, str]] = {
     "notes-ref-to-a-blob": (lambda r: point_ref(r, NOTES, blob(r, "x")), "global"),
     "notes-ref-to-a-tree": (lambda r: point_ref(r, NOTES, git("rev-parse", "HEAD^{tree}", cwd=r)), "global"),
     "notes-ref-to-a-missing-object": (lambda r: point_ref(r, NOTES, "ab" * 20), "global"),
+    # by hand: never read as an empty ledger (done steps ran again), never written through to a branch
+    "notes-ref-to-a-project-commit": (
+        lambda r: point_ref(r, NOTES, git("rev-parse", "HEAD", cwd=r)),
+        "global",
+    ),
+    "notes-ref-symbolic-to-a-branch": (
+        lambda r: git("symbolic-ref", NOTES, "refs/heads/main", cwd=r),
+        "global",
+    ),
     "intents-ref-to-a-blob": (lambda r: point_ref(r, INTENTS, blob(r, "x")), "global-list"),
     "torn-notes-commit": (lambda r: damage_object(r, git("rev-parse", NOTES, cwd=r), "torn"), "global"),
     # a power cut after a ref update that git did not fsync (issue 16, 8c): never an empty ledger
