@@ -59,7 +59,15 @@ import time
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import GitError
 from gitledger.git.journal_format import DAMAGED_PREFIX, Record, decode, sort_leftovers, split_torn
-from gitledger.git.journal_io import FIRST_READ, open_noatime, read_to_zero, sync_dir, write_all, write_at
+from gitledger.git.journal_io import (
+    FIRST_READ,
+    open_noatime,
+    read_to_zero,
+    sync_dir,
+    write_all,
+    write_at,
+    zeros_from,
+)
 from gitledger.git.repo import current_pid, lock_holders, lock_timeout, take_flock
 
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
@@ -160,7 +168,11 @@ class Journal:
         when the file is opened: a write that lands meanwhile is at the last good line, not behind
         zeros). Records among them were written behind an earlier write a power cut lost, or the file
         was damaged in its middle: :meth:`repair` takes them back in."""
-        rest = self._leftovers()[0]
+        if self._fd is None or zeros_from(self._fd, self._good_end, os.fstat(self._fd).st_size):
+            return []  # the common case: the zeros reserved ahead of the records
+        rest, pieces = self._leftovers()
+        if not pieces:  # a rotation's mark
+            return []
         first = rest.find(0)  # the bytes before it, at the last good line, are not behind zeros
         runs = _NONZERO.findall(rest, first) if first != -1 else []
         return [piece for piece in (run.removeprefix(ROTATED + b"\n") for run in runs) if piece]
@@ -467,7 +479,7 @@ class Journal:
             return b"", []
         size = os.fstat(self._fd).st_size
         rest = os.pread(self._fd, size - self._good_end, self._good_end) if size > self._good_end else b""
-        if rest.count(0) == len(rest):  # the zeros ahead of the records (a regex took ~2 ms on them)
+        if rest == bytes(len(rest)):  # the zeros ahead of the records (~8 us for 256 KiB; a regex: ~2 ms)
             return rest, []
         pieces = [run.removeprefix(ROTATED + b"\n") for run in _NONZERO.findall(rest)]
         return rest, [piece for piece in pieces if piece]

@@ -58,3 +58,21 @@ def sync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+_CHUNK = 64 * 1024
+_ZERO_CHUNK = bytes(_CHUNK)
+
+
+def zeros_from(fd: int, pos: int, size: int) -> bool:
+    """Whether the bytes of ``fd`` from ``pos`` to ``size`` are all zeros. Read 64 KiB at a time and
+    compared with zeros (memcmp): one read of the 256 KiB a journal reserves costs ~150 us in a new
+    process (fresh memory is mapped for it), and counting zeros in it another ~140 us."""
+    while pos < size:
+        chunk = os.pread(fd, min(_CHUNK, size - pos), pos)
+        if not chunk:
+            break
+        if chunk != (_ZERO_CHUNK if len(chunk) == _CHUNK else bytes(len(chunk))):
+            return False
+        pos += len(chunk)
+    return True
