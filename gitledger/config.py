@@ -145,11 +145,15 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, node: Any, message: str) -> ConfigError:
-        line = node.start_mark.line + 1 if node is not None else 1
+    def fail(self, node: Any, message: str, mark: Any = None) -> ConfigError:
+        """The error at ``node``'s line, or at ``mark`` (a YAML error's position, with its column)."""
+        if mark is not None:
+            at = f"line {mark.line + 1} column {mark.column + 1}"
+        else:
+            at = f"line {node.start_mark.line + 1 if node is not None else 1}"
         # one line, whatever the names in the file hold (a key may be a newline): escaped as in Python
         message = _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
-        return ConfigError(f"{self.path} line {line}: {message}")
+        return ConfigError(f"{self.path} {at}: {message}")
 
     def mapping(self, node: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         import yaml
@@ -175,7 +179,32 @@ class _Reader:
 
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, f"{where} must be a single value")
-        return yaml.safe_load(yaml.serialize(node))
+        return self.value(node, where)
+
+    def value(self, node: Any, where: str) -> Any:
+        """The node as plain Python data (safe tags only).
+
+        A value that does not fit its tag (``!!float abc``, ``!!bool maybe``, ``!!timestamp x``) makes
+        PyYAML raise ValueError, KeyError, IndexError or AttributeError rather than a YAMLError: each is
+        the file's fault, so each becomes one line saying where.
+        """
+        import yaml
+
+        try:
+            return yaml.constructor.SafeConstructor().construct_document(node)
+        except (yaml.YAMLError, ValueError, LookupError, AttributeError) as exc:
+            if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+                problem = " ".join(exc.problem.split())  # one line, without PyYAML's excerpt of the file
+            elif isinstance(node, yaml.ScalarNode):
+                text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+                problem = f"{text!r} is not a valid {node.tag}"
+            else:
+                problem = "a value in it does not fit its tag"
+            problem = problem.replace("tag:yaml.org,2002:", "!!")
+            mark = getattr(exc, "problem_mark", None) or node.start_mark
+            raise self.fail(
+                node, f"{where} is not a valid value ({problem}); fix it or remove its tag", mark
+            ) from exc
 
     def string(self, node: Any, where: str, choices: tuple[str, ...] = ()) -> str:
         value = self.scalar(node, where)
@@ -401,9 +430,7 @@ def _template(r: _Reader, node: Any, where: str) -> Any:
 
 
 def _plain(r: _Reader, node: Any, where: str) -> Any:
-    import yaml
-
-    value = yaml.safe_load(yaml.serialize(node))
+    value = r.value(node, where)
     if not isinstance(value, str | int | float | bool | dict | list) or value is None:
         raise r.fail(node, f"{where} must be a value, a list or a mapping")
     return value
