@@ -77,3 +77,58 @@ def test_a_value_that_does_not_fit_its_tag_or_has_an_unsafe_tag_is_one_line(
 ) -> None:
     assert_refused(repo, text, "list", expect=expect)
     assert_refused(repo, text, "run-step", "-t", "T1", "-s", "a", "--", "true", expect=expect)
+
+
+def find_result(result: str) -> str:
+    """A config whose one MCP tool finds its effect with ``result`` as the result template."""
+    return (
+        "mcp:\n  profiles:\n    x:\n      tools:\n        t:\n          find:\n            tool: r\n"
+        f"            result: {result}\n"
+    )
+
+
+def alias_bomb(levels: int) -> str:
+    """Each anchor lists the one before nine times: 9**levels values from a few hundred bytes."""
+    lines = ["              - &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"              - &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return find_result("\n" + "\n".join(lines))
+
+
+@pytest.mark.parametrize(
+    "text,expect",
+    [
+        ("steps: " + "[" * 5000 + "\n", "line 1: values nested more than 64 levels deep; flatten them"),
+        ("steps: " + "{a: " * 5000 + "\n", "line 1: values nested more than 64 levels deep"),
+        ("mcp: &a\n" + find_result("*a")[5:], "line 1: this value holds an alias to itself"),
+        (find_result("&r {a: [1, {b: 2}], c: *r}"), "line 8: this value holds an alias to itself"),
+        (
+            alias_bomb(10),
+            "the file holds more than 10000 values once aliases are expanded; use fewer aliases",
+        ),
+        (
+            find_result(
+                "".join(f"\n              - &a{i} [{f'*a{i - 1}' if i else 1}]" for i in range(2000))
+            ),
+            "values nested more than 64 levels deep once aliases are expanded",
+        ),
+    ],
+    ids=["deep-lists", "deep-mappings", "self-alias", "self-alias-in-result", "alias-bomb", "deep-aliases"],
+)
+def test_deep_nesting_alias_loops_and_alias_bombs_are_one_line_promptly(
+    repo: Path, text: str, expect: str
+) -> None:
+    assert_refused(repo, text, "list", expect=expect)
+    assert_refused(repo, text, "run-step", "-t", "T1", "-s", "a", "--", "true", expect=expect)
+
+
+def test_aliases_within_the_limits_still_work(repo: Path) -> None:
+    shared = "{tool: list_things, match: {title: '{title}'}, result: &r {id: '{id}', tags: [a, b]}}"
+    text = (
+        "mcp:\n  profiles:\n    x:\n      tools:\n"
+        f"        make_thing: {{key: [title], find: &find {shared}}}\n"
+        "        make_other: {key: [title], find: *find}\n"
+        "steps:\n  s: &step {lease: 600}\n  t: *step\n"
+    )
+    (repo / ".gitledger.yml").write_text(text)
+    proc = run_gitledger("run-step", "-t", "T1", "-s", "t", "--", "true", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
