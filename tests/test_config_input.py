@@ -22,8 +22,9 @@ def ledger_state(repo: Path) -> tuple[str, bytes]:
     return refs, journal.read_bytes()
 
 
-def assert_refused(repo: Path, text: str, *args: str, expect: str) -> None:
-    """``args`` run against ``text`` as the config fail with one line holding ``expect``, touching nothing."""
+def assert_refused(repo: Path, text: str, *args: str, expect: str, names_file: bool = True) -> None:
+    """``args`` run against ``text`` as the config fail with one line holding ``expect`` (and the file's
+    name when ``names_file``), touching nothing."""
     (repo / ".gitledger.yml").unlink(missing_ok=True)
     made = run_gitledger("run-step", "-t", "T0", "-s", "a", "--", "true", cwd=repo)
     assert made.returncode == 0, made.stderr
@@ -36,7 +37,7 @@ def assert_refused(repo: Path, text: str, *args: str, expect: str) -> None:
     assert proc.returncode not in (0, 70), proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
-    assert ".gitledger.yml" in proc.stderr and expect in proc.stderr, proc.stderr
+    assert expect in proc.stderr and (".gitledger.yml" in proc.stderr or not names_file), proc.stderr
     assert ledger_state(repo) == before
 
 
@@ -132,3 +133,22 @@ def test_aliases_within_the_limits_still_work(repo: Path) -> None:
     (repo / ".gitledger.yml").write_text(text)
     proc = run_gitledger("run-step", "-t", "T1", "-s", "t", "--", "true", cwd=repo)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "escaped,name",
+    [("\\0", "\0"), ("\\r", "\r"), ("\\x7f", "\x7f"), ("\\e", "\x1b"), ("\\v", "\v")],
+    ids=["NUL", "CR", "DEL", "ESC", "VT"],
+)
+@pytest.mark.parametrize(
+    "command", [("sync",), ("init",), ("run-step", "-t", "T1", "-s", "a", "--", "true")], ids=lambda c: c[0]
+)
+def test_a_remote_with_a_control_character_is_one_line(
+    repo: Path, escaped: str, name: str, command: tuple[str, ...]
+) -> None:
+    git("remote", "add", "origin", str(repo), cwd=repo)
+    config_before = (repo / ".git" / "config").read_bytes()
+    text = f'remote: "a{escaped}b"\nclaims: remote\n'
+    expect = f"{'a' + name + 'b'!r} is not a remote name; give the name of a remote from 'git remote'"
+    assert_refused(repo, text, *command, expect=expect, names_file=False)
+    assert (repo / ".git" / "config").read_bytes() == config_before
