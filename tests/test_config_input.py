@@ -10,7 +10,7 @@ import pytest
 
 from testing.repos import git, run_gitledger
 
-TIMEOUT = 20  # seconds; each case must fail in well under one
+TIMEOUT = 20  # seconds: far more than any case needs (under one here); an alias bomb used to hang
 
 
 def ledger_state(repo: Path) -> tuple[str, bytes]:
