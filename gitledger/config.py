@@ -53,6 +53,13 @@ FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
 _OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # escaped in error messages, which are one line
+# Anchors and aliases stay allowed: sharing one rule or result between tools is what they are for, and a
+# committed file using them must keep working. But the readers below see the tree with every alias
+# expanded, and a few lines of aliases can stand for billions of values ("billion laughs") or, naming an
+# enclosing value, for an endless tree. So the tree is measured as expanded before anything reads it,
+# against limits no real configuration comes near, and refused with one line past them.
+_MAX_DEPTH = 64  # levels of lists and mappings (PyYAML composes them recursively, as do the readers)
+_MAX_VALUES = 10_000  # nodes once aliases are expanded (the packaged GitHub profile has under 300)
 
 
 @dataclass(frozen=True)
@@ -145,11 +152,52 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, node: Any, message: str) -> ConfigError:
-        line = node.start_mark.line + 1 if node is not None else 1
+    def fail(self, node: Any, message: str, mark: Any = None) -> ConfigError:
+        """The error at ``node``'s line, or at ``mark`` (a YAML error's position, with its column)."""
+        if mark is not None:
+            at = f"line {mark.line + 1} column {mark.column + 1}"
+        else:
+            at = f"line {node.start_mark.line + 1 if node is not None else 1}"
         # one line, whatever the names in the file hold (a key may be a newline): escaped as in Python
         message = _CONTROL.sub(lambda m: repr(m.group())[1:-1], message)
-        return ConfigError(f"{self.path} line {line}: {message}")
+        return ConfigError(f"{self.path} {at}: {message}")
+
+    def measure(self, root: Any) -> None:
+        """Refuse a tree holding itself, or too deep or too large once its aliases are expanded."""
+        import yaml
+
+        visited = 0
+        enclosing: set[int] = set()  # ids of the collections around the node visited
+
+        def visit(node: Any, depth: int) -> None:  # depth is capped, and so is the recursion
+            nonlocal visited
+            visited += 1
+            if visited > _MAX_VALUES:
+                raise self.fail(
+                    node,
+                    f"the file holds more than {_MAX_VALUES} values once aliases are expanded; "
+                    "use fewer aliases",
+                )
+            if isinstance(node, yaml.ScalarNode):
+                return
+            if id(node) in enclosing:
+                raise self.fail(
+                    node, "this value holds an alias to itself, an endless loop; remove that alias"
+                )
+            if depth > _MAX_DEPTH:
+                raise self.fail(
+                    node,
+                    f"values nested more than {_MAX_DEPTH} levels deep once aliases are expanded; "
+                    "flatten them",
+                )
+            pairs = node.value if isinstance(node, yaml.MappingNode) else [(item,) for item in node.value]
+            enclosing.add(id(node))
+            for pair in pairs:
+                for child in pair:
+                    visit(child, depth + 1)
+            enclosing.discard(id(node))
+
+        visit(root, 1)
 
     def mapping(self, node: Any, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         import yaml
@@ -175,7 +223,32 @@ class _Reader:
 
         if not isinstance(node, yaml.ScalarNode):
             raise self.fail(node, f"{where} must be a single value")
-        return yaml.safe_load(yaml.serialize(node))
+        return self.value(node, where)
+
+    def value(self, node: Any, where: str) -> Any:
+        """The node as plain Python data (safe tags only).
+
+        A value that does not fit its tag (``!!float abc``, ``!!bool maybe``, ``!!timestamp x``) makes
+        PyYAML raise ValueError, KeyError, IndexError or AttributeError rather than a YAMLError: each is
+        the file's fault, so each becomes one line saying where.
+        """
+        import yaml
+
+        try:
+            return yaml.constructor.SafeConstructor().construct_document(node)
+        except (yaml.YAMLError, ValueError, LookupError, AttributeError) as exc:
+            if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+                problem = " ".join(exc.problem.split())  # one line, without PyYAML's excerpt of the file
+            elif isinstance(node, yaml.ScalarNode):
+                text = node.value if len(node.value) <= 40 else node.value[:40] + "..."
+                problem = f"{text!r} is not a valid {node.tag}"
+            else:
+                problem = "a value in it does not fit its tag"
+            problem = problem.replace("tag:yaml.org,2002:", "!!")
+            mark = getattr(exc, "problem_mark", None) or node.start_mark
+            raise self.fail(
+                node, f"{where} is not a valid value ({problem}); fix it or remove its tag", mark
+            ) from exc
 
     def string(self, node: Any, where: str, choices: tuple[str, ...] = ()) -> str:
         value = self.scalar(node, where)
@@ -219,13 +292,32 @@ class _Reader:
         return tuple(specs)
 
 
+def _compose(text: str, path: Path) -> Any:
+    """The YAML node tree of ``text``; nesting past _MAX_DEPTH is refused first, from the parser's events
+    (PyYAML's composer recurses once per level: 5 000 ``[`` would be a RecursionError)."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark else 1
+                raise ConfigError(
+                    f"{path} line {line}: values nested more than {_MAX_DEPTH} levels deep; flatten them"
+                )
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
 def parse(text: str, path: Path) -> Config:
     import yaml
 
     from gitledger.core.policy import ON_UNCONFIRMED
 
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text, path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" line {mark.line + 1}" if mark is not None else ""
@@ -234,6 +326,7 @@ def parse(text: str, path: Path) -> Config:
     if root is None:
         return Config(path=path)
     r = _Reader(path)
+    r.measure(root)
     top = r.mapping(
         root,
         "the file",
@@ -401,9 +494,7 @@ def _template(r: _Reader, node: Any, where: str) -> Any:
 
 
 def _plain(r: _Reader, node: Any, where: str) -> Any:
-    import yaml
-
-    value = yaml.safe_load(yaml.serialize(node))
+    value = r.value(node, where)
     if not isinstance(value, str | int | float | bool | dict | list) or value is None:
         raise r.fail(node, f"{where} must be a value, a list or a mapping")
     return value
@@ -491,12 +582,14 @@ def load_mcp_profile(path: Path, name: str) -> McpProfile:
 
     try:
         text = path.read_text(encoding="utf-8")
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = _compose(text, path)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"{path}: cannot read this MCP profile ({exc}); reinstall gitledger") from exc
     if root is None:
         return McpProfile(name)
-    return _mcp_profile(_Reader(path), root, name, "the profile")
+    r = _Reader(path)
+    r.measure(root)
+    return _mcp_profile(r, root, name, "the profile")
 
 
 def load(directory: Path | None) -> Config:

@@ -94,7 +94,8 @@ def default_remote(repo: GitRepo, configured: str | None = None) -> str:
 
 
 def check_remote(repo: GitRepo, remote: str) -> None:
-    if not remote or remote.startswith("-") or any(c in remote for c in " \t\n:*?[\\^~"):
+    # a control character (C0 or DEL) or space is in no remote name; a NUL would not even reach git
+    if not remote or remote.startswith("-") or any(c <= " " or c in "\x7f:*?[\\^~" for c in remote):
         raise UsageError(f"{remote!r} is not a remote name; give the name of a remote from 'git remote'")
     if not repo.out("config", "--get", f"remote.{remote}.url", check=False):
         raise UsageError(
