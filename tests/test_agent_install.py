@@ -130,6 +130,18 @@ def test_install_refuses_settings_it_cannot_merge_and_leaves_them(
     assert os.listdir(settings.parent) == ["settings.json"]
 
 
+@pytest.mark.parametrize("where", ["missing", "a file"])
+def test_install_into_a_repo_that_is_no_directory_creates_nothing(tmp_path: Path, where: str) -> None:
+    repo = tmp_path / "nowhere" / "project"
+    if where == "a file":
+        repo = tmp_path / "file"
+        repo.write_text("x")
+    done = run_gitledger("agent", "install", "claude", "--no-fail-closed", "--repo", str(repo), cwd=tmp_path)
+    err = _one_line(done.stderr)
+    assert done.returncode == 2 and f"--repo {repo}" in err and "project's directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["file"] if where == "a file" else [])
+
+
 def _limit_file_size() -> None:
     import resource
 
