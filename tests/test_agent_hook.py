@@ -8,6 +8,7 @@ CLI's BeforeTool/AfterTool/AfterAgent. GitHub is testing/fakegithub/, git the re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -322,3 +323,16 @@ def test_a_shell_call_without_a_command_line_fails_closed(
     payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": event, "tool_name": tool}
     err = _refused(hook_process(agent, {**payload, "tool_input": tool_input}, cwd=tmp_path))
     assert f"the {event} input has no command line" in err
+
+
+def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitledger", "agent-hook", "claude", "pre"],
+        preexec_fn=lambda: os.close(0),  # the hook started with <&-
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert "no hook input: stdin is closed" in _refused(proc)
