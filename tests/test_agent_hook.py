@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,12 @@ def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:
         check=False,
     )
     assert "no hook input: stdin is closed" in _refused(proc)
+
+
+def test_a_4_mb_title_is_answered_in_seconds(tmp_path: Path) -> None:
+    """The shell words were read in quadratic time: 800 KB of title took 14 s, 4 MB minutes."""
+    command = "gh pr create --head agent/T1 --body b --title '" + "word " * 800_000 + "'"
+    started = time.monotonic()
+    proc = hook_process("claude", bash("PreToolUse", command, tmp_path), cwd=tmp_path)  # timeout: 60 s
+    assert time.monotonic() - started < 30
+    assert "not inside a git repository" in _refused(proc)  # read, recognised, then refused
