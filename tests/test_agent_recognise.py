@@ -67,7 +67,8 @@ def test_a_piped_body_is_refused_with_the_reason() -> None:
 
 
 def _shlex_commands(command: str) -> list[list[str]] | str:
-    """What split_commands gave when it was built on shlex (the reference), or shlex's error."""
+    """What split_commands gave when it was built on shlex (the reference), or shlex's error: the
+    same words wherever no quoted or escaped word looks like an operator (or is empty)."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
     lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
     commands: list[list[str]] = [[]]
@@ -87,7 +88,7 @@ def _shlex_commands(command: str) -> list[list[str]] | str:
     [
         'gh pr create --title \'a b\' --body "c \\" \\\\ \\$d" -B main',
         "a&&b||c;d|e&f;;g|&h\ni",
-        "a\\ b \\; c '' \"\" x''y\"z\"w \\\n k",
+        "a\\ b c x''y\"z\"w \\k",
         "echo é\tè\r\x0b ; ls",
         "git push 'unclosed",
         'gh pr create --title "unclosed',
@@ -113,3 +114,20 @@ def test_a_long_title_is_read_in_linear_time() -> None:
         commands = list(split_commands(f"gh pr create --title {quoted} --body b && git push"))
         assert commands == [["gh", "pr", "create", "--title", title, "--body", "b"], ["git", "push"]]
     assert time.monotonic() - started < 20  # a fraction of a second; the quadratic reading: minutes
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("gh pr create --title ';' --head agent/T1", ["--title", ";", "--head", "agent/T1"]),
+        ("gh pr create --title '' --head agent/T1", ["--title", "", "--head", "agent/T1"]),
+        ('gh pr create --title "&&" --head agent/T1', ["--title", "&&", "--head", "agent/T1"]),
+        ("gh pr create --title \\| --head agent/T1", ["--title", "|", "--head", "agent/T1"]),
+    ],
+)
+def test_a_quoted_operator_or_empty_word_does_not_end_the_command(command: str, words: list[str]) -> None:
+    # shlex gives such a word as the bare ";" (or ""), which was taken for a separator: the --head after
+    # it was lost and the guard keyed the pull request on the current branch instead
+    assert list(split_commands(command)) == [["gh", "pr", "create", *words]]
+    (effect,) = recognise_command(command, "/r")
+    assert effect.kind == PR and effect.head == "agent/T1"

@@ -1,10 +1,10 @@
 """Shell command lines as the agent guard reads them: simple commands as word lists, here-documents.
 
 Nothing is executed or expanded: :func:`split_commands` cuts a line into simple commands at ``&&``,
-``||``, ``;``, ``|`` and newlines, reading words as :mod:`shlex` does (in linear time);
-:func:`lift_heredocs` first takes the lines of here-documents out (they are input, not commands) and
-:func:`stdin_of` gives a command the text of its here-document or here-string. Standard library only:
-the agent hook imports this for every call.
+``||``, ``;``, ``|`` and newlines (not at a quoted ``';'``), reading words as :mod:`shlex` does, in
+linear time; :func:`lift_heredocs` first takes the lines of here-documents out (they are input, not
+commands) and :func:`stdin_of` gives a command the text of its here-document or here-string. Standard
+library only: the agent hook imports this for every call.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _BLANKS = " \t\r"
 _PUNCTUATION = ";&|\n"
 _OPERATOR_RUN = r"[;&|\n]+"
@@ -101,21 +100,23 @@ def split_commands(command: str) -> Iterator[list[str]]:
     """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
     # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
     words: list[str] = []
-    for token in _tokens(command):
-        if token in _SEPARATORS or token == "\n" or set(token) <= set(";&|\n"):
+    for word in _words(command):
+        if word is None:
             if words:
                 yield words
             words = []
-            continue
-        words.append(token)
+        else:
+            words.append(word)
     if words:
         yield words
 
 
-def _tokens(line: str) -> Iterator[str]:
-    """The tokens of ``shlex.shlex(line, posix=True, punctuation_chars=";&|\\n")`` with the blanks
-    `` \\t\\r``, ``whitespace_split`` and no comments, in linear time: shlex grows each token one
-    character at a time, which is quadratic in the token's length (a long ``--body`` took seconds).
+def _words(line: str) -> Iterator[str | None]:
+    """The words of ``line`` as ``shlex.shlex(line, posix=True, punctuation_chars=";&|\\n")`` reads
+    them with the blanks `` \\t\\r``, ``whitespace_split`` and no comments, and None for each run of
+    operator characters (``&&``, ``;``, ``|``, a newline). Unlike shlex, a quoted or escaped ``;`` or
+    ``''`` stays a word, and the time is linear: shlex grows each token one character at a time, which
+    is quadratic in its length (a long ``--body`` took seconds).
 
     Raises ValueError as shlex does: a quote not closed, a backslash at the end.
     """
@@ -123,10 +124,9 @@ def _tokens(line: str) -> Iterator[str]:
     while i < n:
         if line[i] in _BLANKS:
             i += 1
-        elif line[i] in _PUNCTUATION:  # a run of operator characters is one token ("&&", ";\n")
-            end = _end_of_run(_OPERATOR_RUN, line, i)
-            yield line[i:end]
-            i = end
+        elif line[i] in _PUNCTUATION:
+            i = _end_of_run(_OPERATOR_RUN, line, i)
+            yield None
         else:
             parts: list[str] = []
             while i < n and line[i] not in _BLANKS and line[i] not in _PUNCTUATION:
