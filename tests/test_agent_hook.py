@@ -8,8 +8,10 @@ CLI's BeforeTool/AfterTool/AfterAgent. GitHub is testing/fakegithub/, git the re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -300,3 +302,47 @@ def test_the_hook_as_its_own_process_writes_and_answers_before_it_exits(bench: d
     assert again.returncode == 0 and url in reason
     broken = hook_process("claude", "{not json")
     assert broken.returncode == 2 and broken.stdout == "" and broken.stderr.count("\n") == 1
+
+
+def _refused(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one stderr line of a hook process that failed closed (exit 2, nothing on stdout)."""
+    assert (proc.returncode, proc.stdout) == (2, ""), proc
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("gitledger: "), proc.stderr
+    assert "internal error" not in proc.stderr and "not acting" in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.parametrize("command", [5, None, "missing", [5, None], {"gh": "pr create"}])
+@pytest.mark.parametrize(
+    ("agent", "event", "tool"),
+    [("claude", "PreToolUse", "Bash"), ("gemini", "BeforeTool", "run_shell_command")],
+)
+def test_a_shell_call_without_a_command_line_fails_closed(
+    tmp_path: Path, agent: str, event: str, tool: str, command: object
+) -> None:
+    tool_input = {} if command == "missing" else {"command": command}
+    payload = {"session_id": "s", "cwd": str(tmp_path), "hook_event_name": event, "tool_name": tool}
+    err = _refused(hook_process(agent, {**payload, "tool_input": tool_input}, cwd=tmp_path))
+    assert f"the {event} input has no command line" in err
+
+
+def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitledger", "agent-hook", "claude", "pre"],
+        preexec_fn=lambda: os.close(0),  # the hook started with <&-
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert "no hook input: stdin is closed" in _refused(proc)
+
+
+def test_a_4_mb_title_is_answered_in_seconds(tmp_path: Path) -> None:
+    """The shell words were read in quadratic time: 800 KB of title took 14 s, 4 MB minutes."""
+    command = "gh pr create --head agent/T1 --body b --title '" + "word " * 800_000 + "'"
+    started = time.monotonic()
+    proc = hook_process("claude", bash("PreToolUse", command, tmp_path), cwd=tmp_path)  # timeout: 60 s
+    assert time.monotonic() - started < 30
+    assert "not inside a git repository" in _refused(proc)  # read, recognised, then refused

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from gitledger.features.agent.install import hook_entries, merge, strip
-from testing.repos import run_gitledger
+from testing.repos import gitledger_argv, run_gitledger
 
 FOREIGN = {
     "model": "x",
@@ -94,3 +95,88 @@ def test_install_without_claude_on_path_leaves_on_failure_out(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert all("onFailure" not in h for h in _handlers(tmp_path / ".claude" / "settings.json"))
+
+
+def _one_line(stderr: str) -> str:
+    """The single line of a clean error (no traceback, no internal error)."""
+    assert stderr.count("\n") == 1 and stderr.startswith("gitledger: "), stderr
+    assert "internal error" not in stderr and "Traceback" not in stderr, stderr
+    return stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"hooks": 5}', '"hooks" is not a JSON object'),
+        (b'{"hooks": {"PreToolUse": 5}}', '"hooks"."PreToolUse" is not a JSON array'),
+        (b'{"hooks": {"Stop": "x"}}', '"hooks"."Stop" is not a JSON array'),
+        (b'\xff\xfe{"model": "x"}', "is not UTF-8 text"),
+        (b'{"a": ' * 100_000 + b"1" + b"}" * 100_000, "nests JSON too deeply"),
+    ],
+    ids=["hooks-not-object", "event-not-array", "stop-not-array", "not-utf8", "deep-nesting"],
+)
+def test_install_refuses_settings_it_cannot_merge_and_leaves_them(
+    tmp_path: Path, content: bytes, problem: str
+) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_bytes(content)
+    done = run_gitledger(
+        "agent", "install", "claude", "--no-fail-closed", "--repo", str(tmp_path), cwd=tmp_path
+    )
+    err = _one_line(done.stderr)
+    assert done.returncode == 2 and str(settings) in err and problem in err and "fix it first" in err
+    assert settings.read_bytes() == content
+    assert os.listdir(settings.parent) == ["settings.json"]
+
+
+@pytest.mark.parametrize("where", ["missing", "a file"])
+def test_install_into_a_repo_that_is_no_directory_creates_nothing(tmp_path: Path, where: str) -> None:
+    repo = tmp_path / "nowhere" / "project"
+    if where == "a file":
+        repo = tmp_path / "file"
+        repo.write_text("x")
+    done = run_gitledger("agent", "install", "claude", "--no-fail-closed", "--repo", str(repo), cwd=tmp_path)
+    err = _one_line(done.stderr)
+    assert done.returncode == 2 and f"--repo {repo}" in err and "project's directory" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["file"] if where == "a file" else [])
+
+
+def _limit_file_size() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))  # the new settings are ~5 KB: EFBIG
+
+
+def _immutable(path: Path) -> bool:
+    """Set the immutable flag (root on a file system that has it); False when it cannot."""
+    try:
+        return subprocess.run(["chattr", "+i", str(path)], capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["the write fails", "the rename fails"])
+def test_a_failed_write_keeps_the_settings_and_removes_the_temporary_file(tmp_path: Path, how: str) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(FOREIGN))
+    before = settings.read_bytes()
+    if how == "the rename fails" and not _immutable(settings):
+        pytest.skip("chattr +i is not available here (needs root and a file system with the flag)")
+    try:
+        done = subprocess.run(
+            gitledger_argv("agent", "install", "claude", "--no-fail-closed", "--repo", str(tmp_path)),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            preexec_fn=_limit_file_size if how == "the write fails" else None,
+        )
+    finally:
+        subprocess.run(["chattr", "-i", str(settings)], capture_output=True, check=False)
+    err = _one_line(done.stderr)
+    assert done.returncode == 1 and f"cannot write {settings}" in err and "left as it was" in err
+    assert settings.read_bytes() == before
+    assert os.listdir(settings.parent) == ["settings.json"]

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
+import time
+
+import pytest
+
 from gitledger.core.effects import COMMENT, PR, PUSH
 from gitledger.features.agent.recognise import recognise_command
-from gitledger.features.agent.shell import lift_heredocs
+from gitledger.features.agent.shell import lift_heredocs, split_commands
 
 
 def test_one_command_per_line_even_without_blanks() -> None:
@@ -59,3 +64,70 @@ def test_here_document_markers_inside_quotes_stay_text() -> None:
 def test_a_piped_body_is_refused_with_the_reason() -> None:
     (effect,) = recognise_command('echo "ready" | gh issue comment 7 --body-file -', "/r")
     assert effect.body is None and "pipe" in " ".join(effect.problems)
+
+
+def _shlex_commands(command: str) -> list[list[str]] | str:
+    """What split_commands gave when it was built on shlex (the reference), or shlex's error: the
+    same words wherever no quoted or escaped word looks like an operator (or is empty)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
+    lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
+    commands: list[list[str]] = [[]]
+    try:
+        for token in lexer:
+            if set(token) <= set(";&|\n"):
+                commands.append([])
+            else:
+                commands[-1].append(token)
+    except ValueError as exc:
+        return str(exc)
+    return [words for words in commands if words]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'gh pr create --title \'a b\' --body "c \\" \\\\ \\$d" -B main',
+        "a&&b||c;d|e&f;;g|&h\ni",
+        "a\\ b c x''y\"z\"w \\k",
+        "echo é\tè\r\x0b ; ls",
+        "git push 'unclosed",
+        'gh pr create --title "unclosed',
+        "trailing \\",
+        '"escape at the end \\',
+        "",
+        " \t ",
+    ],
+)
+def test_words_are_read_as_shlex_reads_them(command: str) -> None:
+    try:
+        ours: list[list[str]] | str = list(split_commands(command))
+    except ValueError as exc:
+        ours = str(exc)
+    assert ours == _shlex_commands(command)
+
+
+def test_a_long_title_is_read_in_linear_time() -> None:
+    """shlex grew each word a character at a time: 200 KB of title took 1 s, 4 MB minutes."""
+    title = "word " * 800_000  # 4 MB
+    started = time.monotonic()
+    for quoted in (f"'{title}'", f'"{title}"', title.replace(" ", "\\ ")):
+        commands = list(split_commands(f"gh pr create --title {quoted} --body b && git push"))
+        assert commands == [["gh", "pr", "create", "--title", title, "--body", "b"], ["git", "push"]]
+    assert time.monotonic() - started < 20  # a fraction of a second; the quadratic reading: minutes
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("gh pr create --title ';' --head agent/T1", ["--title", ";", "--head", "agent/T1"]),
+        ("gh pr create --title '' --head agent/T1", ["--title", "", "--head", "agent/T1"]),
+        ('gh pr create --title "&&" --head agent/T1', ["--title", "&&", "--head", "agent/T1"]),
+        ("gh pr create --title \\| --head agent/T1", ["--title", "|", "--head", "agent/T1"]),
+    ],
+)
+def test_a_quoted_operator_or_empty_word_does_not_end_the_command(command: str, words: list[str]) -> None:
+    # shlex gives such a word as the bare ";" (or ""), which was taken for a separator: the --head after
+    # it was lost and the guard keyed the pull request on the current branch instead
+    assert list(split_commands(command)) == [["gh", "pr", "create", *words]]
+    (effect,) = recognise_command(command, "/r")
+    assert effect.kind == PR and effect.head == "agent/T1"

@@ -24,6 +24,19 @@ agent_app = typer.Typer(
 app.add_typer(agent_app)
 
 
+def _project_dir(repo: Path) -> Path:
+    """``--repo`` as an absolute path; it must be an existing directory (nothing is created there)."""
+    from gitledger.core.errors import UsageError
+
+    try:
+        found = repo.resolve(strict=True)
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise UsageError(f"--repo {repo}: no such directory; pass the project's directory") from exc
+    if not found.is_dir():
+        raise UsageError(f"--repo {repo} is not a directory; pass the project's directory")
+    return found
+
+
 @agent_app.command("install")
 def install(
     agent: str = typer.Argument(..., help="claude, codex or gemini."),
@@ -62,7 +75,7 @@ def install(
     if user and project:
         raise UsageError("choose --user or --project, not both")
     local, home = PATHS[agent]
-    path = Path(home).expanduser() if user else repo.resolve() / local
+    path = Path(home).expanduser() if user else _project_dir(repo) / local
     if fail_closed is None:
         fail_closed = False
         if agent == "claude" and not uninstall:

@@ -67,7 +67,9 @@ def run(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        code, text, line = _run(list(argv), stdin or sys.stdin, os.environ if env is None else env)
+        code, text, line = _run(
+            list(argv), sys.stdin if stdin is None else stdin, os.environ if env is None else env
+        )
     except BaseException as exc:  # a crash must still refuse: exit 2, whatever happened
         if isinstance(exc, SystemExit) and exc.code == 0:
             return 0
@@ -92,7 +94,7 @@ def run(
     return code
 
 
-def _run(argv: list[str], stdin: IO[str], env: Mapping[str, str]) -> tuple[int, str, str]:
+def _run(argv: list[str], stdin: IO[str] | None, env: Mapping[str, str]) -> tuple[int, str, str]:
     from gitledger.features.agent import agents
     from gitledger.features.agent.model import FAIL_CLOSED, FAILURE, OTHER, POST, PRE, Decision
 
@@ -106,8 +108,8 @@ def _run(argv: list[str], stdin: IO[str], env: Mapping[str, str]) -> tuple[int, 
     if "--task" in rest:
         i = rest.index("--task")
         task = rest[i + 1] if i + 1 < len(rest) else None
-    data = stdin.read(_MAX_INPUT + 1)
     try:
+        data = _read(stdin)
         if len(data) > _MAX_INPUT:
             raise agents.HookInputError("the hook input is larger than 16 MiB")
         try:
@@ -132,6 +134,18 @@ def _run(argv: list[str], stdin: IO[str], env: Mapping[str, str]) -> tuple[int, 
     if decision.verdict == FAIL_CLOSED and event.kind != PRE:
         code = 1  # after the fact nothing can be refused: a non-blocking error
     return code, stdout, stderr.rstrip("\n")
+
+
+def _read(stdin: IO[str] | None) -> str:
+    """The hook input: at most one character more than the limit, so that a larger one is seen."""
+    from gitledger.features.agent.agents import HookInputError
+
+    if stdin is None:  # started with stdin closed (<&-): Python has no sys.stdin then
+        raise HookInputError("no hook input: stdin is closed (the agent passes the event as JSON on stdin)")
+    try:
+        return stdin.read(_MAX_INPUT + 1)
+    except (OSError, ValueError) as exc:  # ValueError: not text in the locale's encoding
+        raise HookInputError(f"cannot read the hook input on stdin ({exc})") from exc
 
 
 def _rules(cwd: str) -> Any:

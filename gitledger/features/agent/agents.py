@@ -38,6 +38,7 @@ from gitledger.features.agent.model import (
     Decision,
     HookEvent,
 )
+from gitledger.features.agent.recognise import SHELL_TOOLS
 
 AGENTS = ("claude", "codex", "gemini")
 
@@ -80,6 +81,14 @@ def _failed(agent: str, response: Any) -> bool:
     return isinstance(code, int) and not isinstance(code, bool) and code != 0
 
 
+def _command(tool_input: Mapping[str, Any]) -> bool:
+    """Whether a shell tool's input holds its command line: a string, or (Codex) a list of words."""
+    command = tool_input.get("command")
+    return isinstance(command, str) or (
+        isinstance(command, list) and all(isinstance(word, str) for word in command)
+    )
+
+
 def parse(agent: str, raw: Any) -> HookEvent:
     """The normalised event of one hook input (a JSON object)."""
     if not isinstance(raw, Mapping):
@@ -95,6 +104,10 @@ def parse(agent: str, raw: Any) -> HookEvent:
         not isinstance(raw.get("tool_name"), str) or not isinstance(tool_input, Mapping)
     ):
         raise HookInputError(f"the {name} input has no tool_name or its tool_input is not an object")
+    if kind in (PRE, POST, FAILURE) and raw["tool_name"] in SHELL_TOOLS and not _command(tool_input):
+        raise HookInputError(
+            f"the {name} input has no command line (its tool_input.command must be a string)"
+        )
     response = raw.get("tool_response")
     if kind == POST and _failed(agent, response):
         kind = FAILURE

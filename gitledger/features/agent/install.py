@@ -18,12 +18,14 @@ gemini  .gemini/settings.json                 ~/.gemini/settings.json
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitledger.core.errors import UsageError
+from gitledger.core.errors import GitledgerError, UsageError
 
 MARK = "gitledger agent-hook"
 CLAUDE_IFS = (
@@ -176,33 +178,72 @@ class InstallPlan:
 def plan_install(
     agent: str, path: Path, uninstall: bool = False, command: str = "gitledger", *, fail_closed: bool = False
 ) -> InstallPlan:
-    try:
-        before = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        before = None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path} ({exc}); fix its permissions") from exc
+    before = _read(path)
+    keep = "fix it first, gitledger does not overwrite it"
     try:
         current = json.loads(before) if before and before.strip() else {}
     except ValueError as exc:
-        raise UsageError(
-            f"{path} is not valid JSON ({exc}); fix it first, gitledger does not overwrite it"
-        ) from exc
+        raise UsageError(f"{path} is not valid JSON ({exc}); {keep}") from exc
+    except RecursionError as exc:
+        raise UsageError(f"{path} nests JSON too deeply to be a settings file; {keep}") from exc
     if not isinstance(current, dict):
-        raise UsageError(f"{path} does not hold a JSON object; fix it first")
+        raise UsageError(f"{path} does not hold a JSON object; {keep}")
+    problem = None if uninstall else _shape_problem(current, hook_entries(agent))
+    if problem:
+        raise UsageError(f"{path}: {problem}; {keep}")
     new = strip(current) if uninstall else merge(current, agent, command, fail_closed=fail_closed)
     after = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     flag = json.dumps({"hooks": hook_entries(agent, command, fail_closed=fail_closed)}, separators=(",", ":"))
     return InstallPlan(path, before, after, flag)
 
 
+def _read(path: Path) -> str | None:
+    """The settings file's text, or None when there is none."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path} ({exc.strerror or exc}); fix its permissions") from exc
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"{path} is not UTF-8 text (byte {exc.start}); fix it first, gitledger does not overwrite it"
+        ) from exc
+
+
+def _shape_problem(settings: dict[str, Any], entries: Mapping[str, object]) -> str | None:
+    """What keeps gitledger's entries out of ``settings`` (None: nothing): ``hooks`` must be an object,
+    and each event gitledger adds to must hold a list of matcher groups."""
+    hooks = settings.get("hooks")
+    if hooks is None:
+        return None
+    if not isinstance(hooks, dict):
+        return '"hooks" is not a JSON object'
+    for event in entries:
+        if event in hooks and not isinstance(hooks[event], list):
+            return f'"hooks"."{event}" is not a JSON array'
+    return None
+
+
 def apply(plan: InstallPlan) -> None:
+    """Write ``plan.after`` to ``plan.path`` through a temporary file: on any failure the settings file
+    is left as it was and the temporary file is removed."""
     if not plan.changed:
         return
-    plan.path.parent.mkdir(parents=True, exist_ok=True)
     tmp = plan.path.with_name(plan.path.name + ".gitledger-tmp")
-    tmp.write_text(plan.after, encoding="utf-8")
-    tmp.replace(plan.path)
+    try:
+        plan.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(plan.after, encoding="utf-8")
+        tmp.replace(plan.path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise GitledgerError(
+            f"cannot write {plan.path} ({exc.strerror or exc}); it was left as it was. Check that the file "
+            "and its directory can be written (permissions, immutable flag, free space), then install again"
+        ) from exc
 
 
 __all__ = [

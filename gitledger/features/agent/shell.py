@@ -1,19 +1,24 @@
 """Shell command lines as the agent guard reads them: simple commands as word lists, here-documents.
 
-Nothing is executed or expanded: :func:`split_commands` cuts a line into simple commands with
-:mod:`shlex` at ``&&``, ``||``, ``;``, ``|`` and newlines; :func:`lift_heredocs` first takes the lines
-of here-documents out (they are input, not commands) and :func:`stdin_of` gives a command the text of
-its here-document or here-string. Standard library only: the agent hook imports this for every call.
+Nothing is executed or expanded: :func:`split_commands` cuts a line into simple commands at ``&&``,
+``||``, ``;``, ``|`` and newlines (not at a quoted ``';'``), reading words as :mod:`shlex` does, in
+linear time; :func:`lift_heredocs` first takes the lines of here-documents out (they are input, not
+commands) and :func:`stdin_of` gives a command the text of its here-document or here-string. Standard
+library only: the agent hook imports this for every call.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Iterator
 
-_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
+_BLANKS = " \t\r"
+_PUNCTUATION = ";&|\n"
+_OPERATOR_RUN = r"[;&|\n]+"
+_PLAIN_RUN = r"[^ \t\r;&|\n'\"\\]+"
+_DOUBLE_RUN = r'[^"\\]+'
 _HEREDOC = "<<gitledger-heredoc-"  # the word a lifted here-document leaves in its command
+_HEREDOC_START = r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))"
 # "$(cat <<'EOF' … EOF)" as a --body value, the way coding agents write multi-line bodies
 _SUBSTITUTED_HEREDOC = (
     r"^\$\(\s*cat\s+<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_]+)\2[ \t]*\n(.*?)\n[ \t]*\3[ \t]*\n\s*\)$"
@@ -61,12 +66,12 @@ def lift_heredocs(command: str) -> tuple[str, list[str]]:
             i += 3
             continue
         elif c == "<" and not depth and command.startswith("<<", i):
-            found = re.match(r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))", command[i:])
+            found = re.compile(_HEREDOC_START).match(command, i)  # not command[i:]: no copy per "<<"
             if found:
                 delimiter = next(g for g in found.groups()[1:] if g is not None)
                 out.append(f"{_HEREDOC}{len(bodies) + len(pending)}")
                 pending.append((delimiter, found.group(1) == "-"))
-                i += found.end()
+                i = found.end()
                 continue
         elif c == "\n" and pending:
             out.append(c)
@@ -94,20 +99,83 @@ def lift_heredocs(command: str) -> tuple[str, list[str]]:
 def split_commands(command: str) -> Iterator[list[str]]:
     """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
     # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
     words: list[str] = []
-    for token in lexer:
-        if token in _SEPARATORS or token == "\n" or set(token) <= set(";&|\n"):
+    for word in _words(command):
+        if word is None:
             if words:
                 yield words
             words = []
-            continue
-        words.append(token)
+        else:
+            words.append(word)
     if words:
         yield words
+
+
+def _words(line: str) -> Iterator[str | None]:
+    """The words of ``line`` as ``shlex.shlex(line, posix=True, punctuation_chars=";&|\\n")`` reads
+    them with the blanks `` \\t\\r``, ``whitespace_split`` and no comments, and None for each run of
+    operator characters (``&&``, ``;``, ``|``, a newline). Unlike shlex, a quoted or escaped ``;`` or
+    ``''`` stays a word, and the time is linear: shlex grows each token one character at a time, which
+    is quadratic in its length (a long ``--body`` took seconds).
+
+    Raises ValueError as shlex does: a quote not closed, a backslash at the end.
+    """
+    i, n = 0, len(line)
+    while i < n:
+        if line[i] in _BLANKS:
+            i += 1
+        elif line[i] in _PUNCTUATION:
+            i = _end_of_run(_OPERATOR_RUN, line, i)
+            yield None
+        else:
+            parts: list[str] = []
+            while i < n and line[i] not in _BLANKS and line[i] not in _PUNCTUATION:
+                i = _word_part(line, i, parts)
+            yield "".join(parts)
+
+
+def _word_part(line: str, i: int, parts: list[str]) -> int:
+    """Append the text of the word part at ``line[i]`` (plain run, quoted string or escape) to
+    ``parts``; the index after it."""
+    c = line[i]
+    if c == "'":
+        end = line.find("'", i + 1)
+        if end == -1:
+            raise ValueError("No closing quotation")
+        parts.append(line[i + 1 : end])
+        return end + 1
+    if c == "\\":
+        if i + 1 == len(line):
+            raise ValueError("No escaped character")
+        parts.append(line[i + 1])
+        return i + 2
+    if c != '"':
+        end = _end_of_run(_PLAIN_RUN, line, i)
+        parts.append(line[i:end])
+        return end
+    i += 1
+    while i < len(line):
+        c = line[i]
+        if c == '"':
+            return i + 1
+        if c == "\\":
+            if i + 1 == len(line):
+                raise ValueError("No escaped character")
+            escaped = line[i + 1]
+            # in double quotes only the quote and the backslash itself are escaped (as shlex reads it)
+            parts.append(escaped if escaped in '"\\' else "\\" + escaped)
+            i += 2
+        else:
+            end = _end_of_run(_DOUBLE_RUN, line, i)
+            parts.append(line[i:end])
+            i = end
+    raise ValueError("No closing quotation")
+
+
+def _end_of_run(pattern: str, line: str, i: int) -> int:
+    """Where the run of ``pattern`` that starts at ``line[i]`` ends (callers know it has one character)."""
+    found = re.compile(pattern).match(line, i)
+    return found.end() if found else i + 1
 
 
 def substituted_heredoc(value: str) -> str | None:
