@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -212,6 +213,43 @@ def test_zeros_written_into_the_middle_of_the_journal_hide_no_step(repo: Path):
     assert states == {"a": "done", "b": "done", "c": "done"}
     assert run_json("flush", cwd=repo) == {"folded": 6}
     assert not (repo / ".git" / "gitledger.journal.torn").exists()
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo", "device"])
+def test_something_else_at_the_journal_path_is_one_line_not_a_hang(repo: Path, kind: str):
+    """A directory, a FIFO (an open for reading waited for a writer forever) or a device (a symlink
+    to /dev/null) where the journal goes: one line, exit 1, nothing run."""
+    journal = repo / ".git" / "gitledger.journal"
+    if kind == "directory":
+        journal.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(journal)
+    else:
+        journal.symlink_to("/dev/null")
+    marker = repo.parent / "ran"
+    for args in (["list"], ["run-step", "-t", "T-1", "-s", "x", "--", "touch", str(marker)], ["flush"]):
+        proc = run_gitledger(*args, cwd=repo, timeout=30)
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1, (args, proc)
+        assert "is not a file (something else was put there); move it away" in proc.stderr
+    assert not marker.exists()
+
+
+def test_a_torn_file_that_cannot_be_written_keeps_the_journal_as_it_is(repo: Path):
+    """Torn lines go to gitledger.journal.torn before the journal drops them: when that cannot be
+    written (a directory there), the repair stops in one line and the journal keeps them."""
+    record(repo)
+    journal = repo / ".git" / "gitledger.journal"
+    lines = journal.read_bytes().partition(b"\0")[0]
+    with journal.open("r+b") as fh:
+        fh.seek(len(lines))
+        fh.write(b"0123abcd a torn write")
+    (repo / ".git" / "gitledger.journal.torn").mkdir()
+    proc = run_gitledger("flush", cwd=repo)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc
+    assert "cannot keep torn journal lines in" in proc.stderr and "Is a directory" in proc.stderr
+    assert journal.read_bytes().partition(b"\0")[0] == lines + b"0123abcd a torn write"
+    (repo / ".git" / "gitledger.journal.torn").rmdir()
+    assert run_json("flush", cwd=repo) == {"folded": 2}
 
 
 def test_not_a_repository(tmp_path: Path):

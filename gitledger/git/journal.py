@@ -54,6 +54,7 @@ import contextlib
 import fcntl
 import os
 import re
+import stat
 import time
 
 from gitledger.core import crashpoints as faults
@@ -179,12 +180,21 @@ class Journal:
 
     def _open(self) -> bool:
         self._reset()
-        try:
-            self._fd = open_noatime(self.path, os.O_RDONLY)
+        try:  # O_NONBLOCK: a FIFO put at the path must not hang the open (no effect on a file)
+            self._fd = open_noatime(self.path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            raise GitError(f"cannot read the ledger journal {self.path} ({exc.strerror})") from exc
         self._check_at = time.monotonic() + PATH_CHECK_SECONDS
-        self._ino = os.fstat(self._fd).st_ino
+        status = os.fstat(self._fd)
+        self._ino = status.st_ino
+        if not stat.S_ISREG(status.st_mode):
+            self._close_fd()
+            raise GitError(
+                f"the ledger journal {self.path} is not a file (something else was put there); move it "
+                "away, then try again"
+            )
         return True
 
     def _replaced(self) -> bool:
@@ -462,15 +472,21 @@ class Journal:
         again (each torn write holds its own checksum and random event id, so two different ones are
         not the same bytes)."""
         block = b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces)
-        with open(self.torn_path, "a+b") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            if size >= len(block):
-                fh.seek(size - len(block))
-                if fh.read(len(block)) == block:
-                    return
-            fh.write(block)
-            if self.durable:
-                os.fsync(fh.fileno())
+        try:
+            with open(self.torn_path, "a+b") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size >= len(block):
+                    fh.seek(size - len(block))
+                    if fh.read(len(block)) == block:
+                        return
+                fh.write(block)
+                if self.durable:
+                    os.fsync(fh.fileno())
+        except OSError as exc:  # nothing is dropped from the journal then
+            raise GitError(
+                f"cannot keep torn journal lines in {self.torn_path} ({exc.strerror}); make it a writable "
+                "file (or move it away), then try again"
+            ) from exc
 
     def _leftovers(self) -> tuple[bytes, list[bytes]]:
         """(what follows the last good line, its runs of bytes other than zeros but the mark of a
