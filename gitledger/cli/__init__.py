@@ -98,8 +98,10 @@ def _report(exc: GitledgerError) -> int:
 def _dispatch(args: list[str]) -> int:
     """A plain ``run-step`` without typer (:mod:`gitledger.cli.fastpath`), else the typer application."""
     from gitledger.cli.fastpath import try_run
+    from gitledger.git.repo import lock_timeout
 
     try:
+        lock_timeout(None)  # a bad GITLEDGER_LOCK_TIMEOUT is refused now, not at a lock taken mid-step
         code = try_run(args)
     except GitledgerError as exc:
         return _report(exc)

@@ -1,0 +1,84 @@
+"""Bad input to the CLI (found by fuzzing): one clear line on stderr, a non-zero exit, no traceback, no
+"internal error", no hang, and the ledger keeps what it held."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.repos import run_gitledger, run_json
+
+
+def assert_one_clean_line(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.startswith("gitledger: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    for part in parts:
+        assert part in proc.stderr, proc.stderr
+
+
+def run_step_waiting(repo: Path, lock_timeout: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """``run-step -t T -s s -- COMMAND`` (default ``true``) with GITLEDGER_LOCK_TIMEOUT set."""
+    env = {"GITLEDGER_LOCK_TIMEOUT": lock_timeout}
+    return run_gitledger(
+        "run-step", "-t", "T", "-s", "s", "--", *(command or ["true"]), cwd=repo, env=env, timeout=20
+    )
+
+
+@pytest.fixture
+def held_ledger(repo: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the ledger lock (and with it every key's lock) of ``repo``."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from gitledger.git.repo import GitRepo\n"
+            "with GitRepo.discover(sys.argv[1]).lock():\n    print('held', flush=True); time.sleep(60)",
+            str(repo),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "1e999", "99999999999", "abc", "86401"])
+def test_a_lock_timeout_that_is_not_a_sane_number_of_seconds_is_a_usage_error(
+    repo: Path, held_ledger: subprocess.Popen[str], value: str
+) -> None:
+    proc = run_step_waiting(repo, value)
+    assert_one_clean_line(proc, 2, f"GITLEDGER_LOCK_TIMEOUT={value!r}", "from 0 to 86400")
+
+
+def test_a_bad_lock_timeout_is_refused_before_the_command_runs(repo: Path, tmp_path: Path) -> None:
+    """Not only when a lock is found held (after the command ran, the step would stay unrecorded)."""
+    ran = tmp_path / "ran"
+    proc = run_step_waiting(repo, "x", "touch", str(ran))
+    assert_one_clean_line(proc, 2, "GITLEDGER_LOCK_TIMEOUT='x'")
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+def test_a_lock_timeout_of_zero_tries_once_and_does_not_wait(
+    repo: Path, held_ledger: subprocess.Popen[str]
+) -> None:
+    proc = run_step_waiting(repo, "0")
+    assert_one_clean_line(proc, 1, f"is held by process {held_ledger.pid}")
+
+
+@pytest.mark.parametrize("value", ["1e-9", "0.000001", "0.05"])
+def test_a_tiny_lock_timeout_runs_out_cleanly(
+    repo: Path, held_ledger: subprocess.Popen[str], value: str
+) -> None:
+    """The alarm of a tiny wait rings at once: it ends the wait, never leaks as an internal error."""
+    for _ in range(3):
+        proc = run_step_waiting(repo, value)
+        assert_one_clean_line(proc, 1, f"by process {held_ledger.pid}")
