@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,3 +83,40 @@ def test_a_tiny_lock_timeout_runs_out_cleanly(
     for _ in range(3):
         proc = run_step_waiting(repo, value)
         assert_one_clean_line(proc, 1, f"by process {held_ledger.pid}")
+
+
+@pytest.mark.parametrize(
+    "script,problem",
+    [
+        ('rm -f "$GITLEDGER_RESULT"; mkdir "$GITLEDGER_RESULT"', "is not a regular file"),
+        ('rm -f "$GITLEDGER_RESULT"; mkfifo "$GITLEDGER_RESULT"', "is not a regular file"),
+        ('rm -f "$GITLEDGER_RESULT"; ln -s "$SECRET" "$GITLEDGER_RESULT"', "is a symbolic link"),
+        ('head -c 70000 /dev/zero > "$GITLEDGER_RESULT"', "is larger than 64 KiB"),
+    ],
+)
+def test_a_result_that_is_not_a_small_regular_file_is_left_out_and_the_step_is_done(
+    repo: Path, tmp_path: Path, script: str, problem: str
+) -> None:
+    """The command succeeded: the step is done (a rerun skips it), whatever it left at the result."""
+    secret = tmp_path / "secret"
+    secret.write_text("not-for-the-ledger\n")
+    env = {"SECRET": str(secret)}
+    proc = run_gitledger(
+        "run-step", "--json", "-t", "T", "-s", "s", "--", "sh", "-c", script, cwd=repo, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr == (
+        f"gitledger: warning: the command succeeded but what it left at $GITLEDGER_RESULT {problem}; "
+        "the step is recorded done without a ref\n"
+    )
+    assert json.loads(proc.stdout)["status"] == "created" and json.loads(proc.stdout)["ref"] is None
+    assert [(e["state"], e["ref"]) for e in run_json("list", cwd=repo)] == [("done", None)]
+    again = run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)
+    assert again["status"] == "skipped"
+
+
+def test_a_result_of_at_most_64_kib_is_the_ref(repo: Path) -> None:
+    script = 'printf "%65530s" x > "$GITLEDGER_RESULT"'
+    done = run_json("run-step", "-t", "T", "-s", "s", "--", "sh", "-c", script, cwd=repo)
+    assert done["status"] == "created" and done["ref"] == "x"
