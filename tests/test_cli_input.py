@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from testing.repos import run_gitledger, run_json
+from testing.repos import gitledger_argv, run_gitledger, run_json
 
 
 def assert_one_clean_line(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
@@ -120,3 +120,45 @@ def test_a_result_of_at_most_64_kib_is_the_ref(repo: Path) -> None:
     script = 'printf "%65530s" x > "$GITLEDGER_RESULT"'
     done = run_json("run-step", "-t", "T", "-s", "s", "--", "sh", "-c", script, cwd=repo)
     assert done["status"] == "created" and done["ref"] == "x"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--content-file", ""], "--content-file is given an empty path; give a file's path, or '-'"),
+        (["--content-file", "/dev/zero"], "--content-file /dev/zero is larger than 16 MiB"),
+        (["--content-file", "."], "cannot read --content-file .: Is a directory"),
+    ],
+)
+@pytest.mark.parametrize("command", [["key"], ["run-step"]])
+def test_a_content_file_that_cannot_be_hashed_is_one_line(
+    repo: Path, tmp_path: Path, command: list[str], args: list[str], message: str
+) -> None:
+    ran = tmp_path / "ran"
+    tail = ["--", "touch", str(ran)] if command == ["run-step"] else []
+    proc = run_gitledger(*command, "-t", "T", "-s", "s", *args, *tail, cwd=repo)
+    assert_one_clean_line(proc, 2, message)
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+@pytest.mark.parametrize("command", [["key"], ["run-step"]])
+def test_content_from_closed_standard_input_is_an_error_not_empty_content(
+    repo: Path, tmp_path: Path, command: list[str]
+) -> None:
+    ran = tmp_path / "ran"
+    tail = ["--", "touch", str(ran)] if command == ["run-step"] else []
+    argv = [*gitledger_argv(*command, "-t", "T", "-s", "s", "--content-file", "-", *tail)]
+    proc = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *argv], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert_one_clean_line(proc, 2, "--content-file - reads standard input, which is closed")
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+def test_content_from_standard_input_is_still_read(repo: Path) -> None:
+    by_stdin = run_gitledger(
+        "key", "--json", "-t", "T", "-s", "s", "--content-file", "-", cwd=repo, input="x\n"
+    )
+    assert by_stdin.returncode == 0
+    by_text = run_json("key", "-t", "T", "-s", "s", "--content", "x\n", cwd=repo)
+    assert json.loads(by_stdin.stdout)["key"] == by_text["key"]

@@ -75,7 +75,7 @@ def run_step_command(
     task: str = TASK,
     step: str = STEP,
     content: str | None = CONTENT,
-    content_file: Path | None = CONTENT_FILE,
+    content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     check: list[str] | None = CHECK,
     on_unconfirmed: str | None = ON_UNCONFIRMED,
