@@ -162,3 +162,18 @@ def test_content_from_standard_input_is_still_read(repo: Path) -> None:
     assert by_stdin.returncode == 0
     by_text = run_json("key", "-t", "T", "-s", "s", "--content", "x\n", cwd=repo)
     assert json.loads(by_stdin.stdout)["key"] == by_text["key"]
+
+
+@pytest.mark.parametrize("ref", ["a\nb", "a\x1b[31mb", "tab\there", "del\x7f"])
+def test_resolve_refuses_a_ref_with_a_control_character(repo: Path, ref: str) -> None:
+    failed = run_gitledger("run-step", "--json", "-t", "T", "-s", "s", "--", "false", cwd=repo)
+    key = json.loads(failed.stdout)["key"]
+    proc = run_gitledger("resolve", key, "--done", "--ref", ref, cwd=repo)
+    assert_one_clean_line(proc, 2, "--ref", "contains a control character")
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]  # unchanged
+
+
+@pytest.mark.parametrize("option", ["--task", "--profile"])
+def test_mcp_proxy_refuses_a_name_with_a_control_character(repo: Path, option: str) -> None:
+    proc = run_gitledger("mcp-proxy", option, "a\nb", "--", "cat", cwd=repo, input="", timeout=20)
+    assert_one_clean_line(proc, 2, f"{option} 'a\\nb' contains a control character")
