@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -177,3 +178,35 @@ def test_resolve_refuses_a_ref_with_a_control_character(repo: Path, ref: str) ->
 def test_mcp_proxy_refuses_a_name_with_a_control_character(repo: Path, option: str) -> None:
     proc = run_gitledger("mcp-proxy", option, "a\nb", "--", "cat", cwd=repo, input="", timeout=20)
     assert_one_clean_line(proc, 2, f"{option} 'a\\nb' contains a control character")
+
+
+def run_to(stdout: int, repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """gitledger with its standard output on ``stdout`` (a descriptor), stderr captured."""
+    return subprocess.run(
+        gitledger_argv(*args), cwd=repo, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_standard_output_is_one_line_and_the_step_stays_done(repo: Path) -> None:
+    with open("/dev/full", "w") as full:
+        step = run_to(full.fileno(), repo, "run-step", "--json", "-t", "T", "-s", "s", "--", "true")
+        assert_one_clean_line(step, 1, "cannot write to standard output: No space left on device")
+        listed = run_to(full.fileno(), repo, "list")
+        assert_one_clean_line(listed, 1, "cannot write to standard output: No space left on device")
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["done"]
+    assert run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)["status"] == "skipped"
+
+
+@pytest.mark.parametrize(
+    "args", [["list", "--json"], ["run-step", "--json", "-t", "T", "-s", "s", "--", "true"]]
+)
+def test_a_closed_pipe_on_standard_output_ends_quietly(repo: Path, args: list[str]) -> None:
+    """The reader stopped reading (``| head``): exit 1 without a word, as click does; no internal error."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = run_to(write, repo, *args)
+    finally:
+        os.close(write)
+    assert proc.returncode == 1 and proc.stderr == ""
