@@ -210,3 +210,19 @@ def test_a_closed_pipe_on_standard_output_ends_quietly(repo: Path, args: list[st
     finally:
         os.close(write)
     assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_a_file_where_the_key_locks_folder_belongs_is_named_with_what_to_do(
+    repo: Path, tmp_path: Path
+) -> None:
+    assert run_json("run-step", "-t", "T", "-s", "first", "--", "true", cwd=repo)["status"] == "created"
+    locks = repo / ".git" / "gitledger.locks"
+    for child in locks.iterdir():
+        child.unlink()
+    locks.rmdir()
+    locks.write_text("someone's file\n")
+    ran = tmp_path / "ran"
+    proc = run_gitledger("run-step", "-t", "T", "-s", "second", "--", "touch", str(ran), cwd=repo)
+    assert_one_clean_line(proc, 1, f"{locks} is not a directory", f"mv {locks} {locks}.old")
+    assert not ran.exists() and locks.read_text() == "someone's file\n"
+    assert [e["step"] for e in run_json("list", cwd=repo)] == ["first"]

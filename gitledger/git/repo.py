@@ -466,8 +466,15 @@ class GitRepo:
                 except FileNotFoundError:
                     path.parent.mkdir(exist_ok=True)
                     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except NotADirectoryError as exc:
+                raise GitError(
+                    f"{path.parent} is not a directory, but gitledger keeps its lock files in it; move it "
+                    f"away (e.g. mv {path.parent} {path.parent}.old) and try again"
+                ) from exc
             except OSError as exc:
-                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+                raise GitError(
+                    f"cannot open the lock file {path}: {exc.strerror}; check that {path.parent} is writable"
+                ) from exc
             held = self._locks[name] = (fd, _pid, threading.Lock())
         return held
 
