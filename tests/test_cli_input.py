@@ -226,3 +226,13 @@ def test_a_file_where_the_key_locks_folder_belongs_is_named_with_what_to_do(
     assert_one_clean_line(proc, 1, f"{locks} is not a directory", f"mv {locks} {locks}.old")
     assert not ran.exists() and locks.read_text() == "someone's file\n"
     assert [e["step"] for e in run_json("list", cwd=repo)] == ["first"]
+
+
+@pytest.mark.parametrize("pad", ["{} ", " {}", "\t{}"])
+@pytest.mark.parametrize("action", ["--done", "--forget"])
+def test_resolve_says_a_key_with_spaces_around_it_is_not_a_key(repo: Path, pad: str, action: str) -> None:
+    key = run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)["key"]
+    proc = run_gitledger("resolve", pad.format(key), action, cwd=repo)
+    assert_one_clean_line(proc, 2, "is not a gitledger key: it has spaces around it")
+    assert "damaged" not in proc.stderr
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]  # unchanged
