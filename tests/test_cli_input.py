@@ -236,3 +236,18 @@ def test_resolve_says_a_key_with_spaces_around_it_is_not_a_key(repo: Path, pad: 
     assert_one_clean_line(proc, 2, "is not a gitledger key: it has spaces around it")
     assert "damaged" not in proc.stderr
     assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]  # unchanged
+
+
+def test_mcp_proxy_refuses_a_bad_lock_timeout_before_relaying(repo: Path) -> None:
+    proc = run_gitledger(
+        "mcp-proxy",
+        "--task",
+        "t",
+        "--",
+        "cat",
+        cwd=repo,
+        env={"GITLEDGER_LOCK_TIMEOUT": "nan"},
+        input="",
+        timeout=20,
+    )
+    assert_one_clean_line(proc, 2, "GITLEDGER_LOCK_TIMEOUT='nan'")

@@ -85,6 +85,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"gitledger: mcp-proxy: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from gitledger.features.proxy.setup import ProxyRequest
+    from gitledger.git.repo import lock_timeout
     from gitledger.mcp.relay import run
 
     request = ProxyRequest(
@@ -94,6 +95,7 @@ def main(argv: Sequence[str]) -> int:
         repo=values.get("repo"),  # type: ignore[arg-type]
     )
     try:
+        lock_timeout(None)  # a bad GITLEDGER_LOCK_TIMEOUT is refused now, not at a call mid-relay
         return run(request)
     except GitledgerError as exc:
         from gitledger.cli.render import printable
