@@ -11,6 +11,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, GitledgerError, Interrupted
 
@@ -37,8 +38,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             os._exit(code)
         return code
     restore = _catch_signals()
+    stdout = sys.stdout
+    if stdout is not None:
+        sys.stdout = _Stdout(stdout)
     try:
         return _dispatch(args)
+    except StdoutError as exc:
+        return _stdout_failed(exc.error)
     except (Interrupted, KeyboardInterrupt) as exc:
         import signal
 
@@ -55,7 +61,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     finally:
+        sys.stdout = stdout
         restore()
+
+
+class StdoutError(Exception):
+    """Writing to standard output failed (``error``): a full disk, a closed pipe, not a bug."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Stdout:
+    """Standard output as the commands see it: the same stream, whose write errors are told apart from
+    every other OSError (one line on stderr then, not an "internal error")."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise StdoutError(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise StdoutError(exc) from exc
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+def _stdout_failed(error: OSError) -> int:
+    """What is left to do once standard output cannot be written: send what is still buffered nowhere
+    (the interpreter would fail again on it at exit), and say so in one line, unless the reader closed
+    the pipe on purpose (``| head``: quiet, as click and the shell's tools do)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    if not isinstance(error, BrokenPipeError):
+        print(
+            f"gitledger: cannot write to standard output: {error.strerror or error}; what the command did "
+            "stands, only its output is lost (free space or send the output elsewhere)",
+            file=sys.stderr,
+        )
+    return EXIT_ERROR
 
 
 def _raise_interrupted(signum: int, frame: object) -> None:
@@ -98,8 +153,10 @@ def _report(exc: GitledgerError) -> int:
 def _dispatch(args: list[str]) -> int:
     """A plain ``run-step`` without typer (:mod:`gitledger.cli.fastpath`), else the typer application."""
     from gitledger.cli.fastpath import try_run
+    from gitledger.git.repo import lock_timeout
 
     try:
+        lock_timeout(None)  # a bad GITLEDGER_LOCK_TIMEOUT is refused now, not at a lock taken mid-step
         code = try_run(args)
     except GitledgerError as exc:
         return _report(exc)

@@ -69,8 +69,7 @@ CONTENT = typer.Option(None, "--content", help="Text the step is about; hashed i
 CONTENT_FILE = typer.Option(
     None,
     "--content-file",
-    help="File whose bytes are hashed into the key ('-': standard input).",
-    dir_okay=False,
+    help="File whose bytes (at most 16 MiB) are hashed into the key ('-': standard input).",
 )
 ARG = typer.Option(
     None, "--arg", help="NAME=VALUE hashed as canonical JSON (order does not matter); repeatable."

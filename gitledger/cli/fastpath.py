@@ -107,14 +107,13 @@ def _request(values: dict[str, Any]) -> Any:
     from gitledger.cli.parse import content_from_options
     from gitledger.features.steps import StepRequest
 
-    content_file = _opt(values, "content_file")
     lease, settle = _opt(values, "lease"), _opt(values, "settle")
     return StepRequest(
         values["task"],
         values["step"],
         content_from_options(
             _opt(values, "content"),
-            Path(content_file) if content_file is not None else None,
+            _opt(values, "content_file"),
             values["arg"],
         ),
         values["check"],

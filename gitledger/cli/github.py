@@ -44,7 +44,9 @@ GITHUB_REPO = typer.Option(
 TASK = typer.Option(None, "--task", "-t", help="Task id (default: GITLEDGER_TASK from run-step).")
 STEP = typer.Option(None, "--step", "-s", help="Step name (default: GITLEDGER_STEP from run-step).")
 BODY = typer.Option("", "--body", "-b", help="Body text; the step's hidden marker is appended.")
-BODY_FILE = typer.Option(None, "--body-file", help="Read the body from this file ('-' for stdin).")
+BODY_FILE = typer.Option(
+    None, "--body-file", help="Read the body from this file (at most 16 MiB; '-' for stdin)."
+)
 
 
 def _step(
@@ -52,7 +54,7 @@ def _step(
     task: str | None,
     step: str | None,
     content: str | None,
-    content_file: Path | None,
+    content_file: str | None,
     arg: list[str] | None,
 ) -> StepKey:
     """The step from --task/--step (and content options), else from run-step's GITLEDGER_* variables."""
@@ -73,19 +75,17 @@ def _step(
     return found
 
 
-def _body(body: str, body_file: Path | None) -> str:
+def _body(body: str, body_file: str | None) -> str:
     if body_file is None:
         return body
     if body:
         raise UsageError("use only one of --body and --body-file")
-    try:
-        if str(body_file) == "-":
-            from gitledger.cli.parse import read_stdin_once
+    from gitledger.cli.parse import read_file_option
 
-            return read_stdin_once().decode("utf-8")
-        return body_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read --body-file {body_file}: {exc}") from exc
+    try:
+        return read_file_option(body_file, "--body-file").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"cannot read --body-file {body_file}: {exc}; give UTF-8 text") from exc
 
 
 def _report(outcome: Outcome, what: str, json_out: bool, calls: dict[str, object]) -> None:
@@ -111,7 +111,7 @@ def _report(outcome: Outcome, what: str, json_out: bool, calls: dict[str, object
 def open_pr_command(
     title: str = typer.Option(..., "--title", help="Pull request title."),
     body: str = BODY,
-    body_file: Path | None = BODY_FILE,
+    body_file: str | None = BODY_FILE,
     base: str | None = typer.Option(None, "--base", help="Base branch (default: the repository's)."),
     remote: str | None = typer.Option(
         None,
@@ -122,7 +122,7 @@ def open_pr_command(
     task: str | None = TASK,
     step: str | None = STEP,
     content: str | None = CONTENT,
-    content_file: Path | None = CONTENT_FILE,
+    content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     json_out: bool = JSON_OUT,
     repo: Path | None = REPO,
@@ -160,12 +160,12 @@ def open_pr_command(
 def comment_command(
     number: int = typer.Argument(..., help="Issue or pull request number."),
     body: str = BODY,
-    body_file: Path | None = BODY_FILE,
+    body_file: str | None = BODY_FILE,
     github_repo: str | None = GITHUB_REPO,
     task: str | None = TASK,
     step: str | None = STEP,
     content: str | None = CONTENT,
-    content_file: Path | None = CONTENT_FILE,
+    content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     settle: float = typer.Option(
         15.0,

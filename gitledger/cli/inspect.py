@@ -131,6 +131,10 @@ def resolve_command(
         raise UsageError("give exactly one of --done and --forget")
     if ref is not None and not done:
         raise UsageError("--ref goes with --done")
+    if ref is not None:
+        from gitledger.cli.parse import printable_option
+
+        printable_option(ref, "--ref")
     if force and not forget:
         raise UsageError("--force goes with --forget")
     with open_session(repo) as session:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import typer
 
@@ -16,7 +15,7 @@ def key_command(
     task: str = TASK,
     step: str = STEP,
     content: str | None = CONTENT,
-    content_file: Path | None = CONTENT_FILE,
+    content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     json_out: bool = JSON_OUT,
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from gitledger.cli.parse import has_control
 from gitledger.core.errors import EXIT_USAGE, GitledgerError
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
@@ -66,6 +67,8 @@ def parse(argv: Sequence[str]) -> dict[str, object]:
             raise ValueError(f"{name} is given twice; give it once")
         if not value.strip():
             raise ValueError(f"{name} must not be empty")
+        if field != "repo" and has_control(value):  # (a path may hold anything but NUL)
+            raise ValueError(f"{name} {value!r} contains a control character; use printable text only")
         values[field] = value
     return values
 
@@ -82,6 +85,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"gitledger: mcp-proxy: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from gitledger.features.proxy.setup import ProxyRequest
+    from gitledger.git.repo import lock_timeout
     from gitledger.mcp.relay import run
 
     request = ProxyRequest(
@@ -91,6 +95,7 @@ def main(argv: Sequence[str]) -> int:
         repo=values.get("repo"),  # type: ignore[arg-type]
     )
     try:
+        lock_timeout(None)  # a bad GITLEDGER_LOCK_TIMEOUT is refused now, not at a call mid-relay
         return run(request)
     except GitledgerError as exc:
         from gitledger.cli.render import printable

@@ -3,24 +3,71 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from typing import BinaryIO
 
 from gitledger.core.errors import UsageError
 from gitledger.core.keys import Content
+
+MAX_CONTENT_FILE = 16 * 1024 * 1024  # a message, a diff, a file to upload; hash anything larger yourself
 
 # What '-' read from standard input, kept: the fast skip and, when it cannot answer, the full command
 # both ask for the content, and standard input can be read only once.
 _STDIN: list[bytes] = []
 
 
-def read_stdin_once() -> bytes:
-    """All of standard input as bytes, read on the first call and returned again on later ones."""
+def read_stdin_once(option: str) -> bytes:
+    """All of standard input as bytes (at most :data:`MAX_CONTENT_FILE`), read on the first call and
+    returned again on later ones; ``option`` (e.g. ``--content-file``) is named in errors. Closed
+    standard input is an error, not empty content."""
     if not _STDIN:
-        _STDIN.append(sys.stdin.buffer.read() if sys.stdin is not None else b"")
+        if sys.stdin is None:
+            raise UsageError(
+                f"{option} - reads standard input, which is closed; pipe the content in or give a file"
+            )
+        _STDIN.append(_read_capped(sys.stdin.buffer, f"{option} - (standard input)"))
     return _STDIN[0]
 
 
-def content_from_options(content: str | None, content_file: Path | None, args: list[str] | None) -> Content:
+def read_file_option(path: str, option: str) -> bytes:
+    """The bytes of the file ``option`` names (``-``: standard input), at most :data:`MAX_CONTENT_FILE`."""
+    if not path:
+        raise UsageError(f"{option} is given an empty path; give a file's path, or '-' for standard input")
+    if path == "-":
+        return read_stdin_once(option)
+    try:
+        with open(path, "rb") as fh:
+            return _read_capped(fh, f"{option} {path}")
+    except OSError as exc:
+        raise UsageError(f"cannot read {option} {path}: {exc.strerror}; give a readable file") from exc
+
+
+def _read_capped(fh: BinaryIO, what: str) -> bytes:
+    try:
+        data = fh.read(MAX_CONTENT_FILE + 1)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what}: {exc.strerror}") from exc
+    if len(data) > MAX_CONTENT_FILE:
+        mib = MAX_CONTENT_FILE // (1024 * 1024)
+        instead = (
+            "; hash it yourself and pass the digest with --content" if what.startswith("--content") else ""
+        )
+        raise UsageError(f"{what} is larger than {mib} MiB, the most gitledger reads{instead}")
+    return data
+
+
+def has_control(value: str) -> bool:
+    """Does ``value`` hold a control character (a newline, a tab, an escape sequence, DEL, C1)?"""
+    return any(c < " " or "\x7f" <= c <= "\x9f" for c in value)
+
+
+def printable_option(value: str, option: str) -> str:
+    """``value``, refused with one usage line when it holds a control character."""
+    if has_control(value):
+        raise UsageError(f"{option} {value!r} contains a control character; use printable text only")
+    return value
+
+
+def content_from_options(content: str | None, content_file: str | None, args: list[str] | None) -> Content:
     """Turn the mutually exclusive content options into :class:`Content`."""
     given = sum(x is not None and x != [] for x in (content, content_file, args))
     if given > 1:
@@ -28,12 +75,7 @@ def content_from_options(content: str | None, content_file: Path | None, args: l
     if content is not None:
         return Content.text(content)
     if content_file is not None:
-        if str(content_file) == "-":
-            return Content.raw(read_stdin_once())
-        try:
-            return Content.raw(content_file.read_bytes())
-        except OSError as exc:
-            raise UsageError(f"cannot read --content-file {content_file}: {exc.strerror}") from exc
+        return Content.raw(read_file_option(content_file, "--content-file"))
     if args:
         pairs: dict[str, str] = {}
         for item in args:
@@ -47,4 +89,11 @@ def content_from_options(content: str | None, content_file: Path | None, args: l
     return Content.empty()
 
 
-__all__ = ["content_from_options", "read_stdin_once"]
+__all__ = [
+    "MAX_CONTENT_FILE",
+    "content_from_options",
+    "has_control",
+    "printable_option",
+    "read_file_option",
+    "read_stdin_once",
+]

@@ -75,7 +75,7 @@ def run_step_command(
     task: str = TASK,
     step: str = STEP,
     content: str | None = CONTENT,
-    content_file: Path | None = CONTENT_FILE,
+    content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     check: list[str] | None = CHECK,
     on_unconfirmed: str | None = ON_UNCONFIRMED,
@@ -93,7 +93,8 @@ def run_step_command(
     failed (the command's own exit code); interrupted (130, 143, 129: SIGINT, SIGTERM or SIGHUP reached
     gitledger; it waited for the command); usage or configuration error (2). The command gets
     GITLEDGER_KEY, _TASK, _STEP, _DIGEST, _BRANCH, _LABEL, _TRAILER, _MARKER and GITLEDGER_RESULT
-    (a file: what the command writes there is recorded as the step's ref, e.g. a PR URL).
+    (a file: what the command writes there, at most 64 KiB, is recorded as the step's ref, e.g. a PR
+    URL; anything else there, such as a directory or a symbolic link, is left out with a warning).
 
     Example: gitledger run-step -t T-42 -s push -c branch:origin -- git push origin HEAD:$BRANCH
     """

@@ -58,6 +58,11 @@ def resolve(
     if ref is not None and not _utf8(ref):
         shown = ref.encode("utf-8", "backslashreplace").decode()
         raise UsageError(f"--ref {shown!r} is not valid UTF-8 text; pass it as UTF-8")
+    if key != key.strip():  # (parse_key strips it for reading; a change is made to the exact key only)
+        raise UsageError(
+            f"{key!r} is not a gitledger key: it has spaces around it; pass the key as 'gitledger list' "
+            "shows it"
+        )
     load_entry(session, key)
     intent = session.store.intent(key)
     if intent is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import subprocess
 import threading
@@ -26,6 +27,9 @@ from typing import IO
 from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_message
 
 LOCK_TIMEOUT = 60.0
+# The longest wait GITLEDGER_LOCK_TIMEOUT may ask for: a day. A holder stopped for longer is not
+# coming back by itself, and every platform's alarm timer (setitimer) takes a day.
+MAX_LOCK_TIMEOUT = 86400.0
 LEDGER_LOCK = "gitledger.lock"
 FOLD_LOCK = "gitledger.fold.lock"  # one fold at a time (it runs beside the journal's appenders)
 KEY_LOCKS = "gitledger.locks"  # a directory of stripe lock files (see GitRepo.append_lock)
@@ -396,7 +400,7 @@ class GitRepo:
         try:
             if name == LEDGER_LOCK:
                 for stripe in _STRIPES:  # in order: two exclusive holders never wait for each other's
-                    held.append(self._acquire(stripe, max(0.001, deadline - time.monotonic()), timeout))
+                    held.append(self._acquire(stripe, max(0.0, deadline - time.monotonic()), timeout))
             yield
         finally:
             for one in reversed(held):
@@ -412,14 +416,12 @@ class GitRepo:
         fd, _, in_process = self._lock_fd(name)
         if not in_process.acquire(blocking=False) and not in_process.acquire(timeout=lock_timeout(timeout)):
             timeout = lock_timeout(reported if reported is not None else timeout)
-            raise GitError(
-                f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by another thread"
-            )
+            raise GitError(f"the ledger lock {self.common_dir / name} {_held_for(timeout)} by another thread")
         try:
             if not take_flock(fd, fcntl.LOCK_EX, timeout):
                 timeout = lock_timeout(reported if reported is not None else timeout)
                 raise GitError(
-                    f"the ledger lock {self.common_dir / name} has been held for {timeout:g} s by "
+                    f"the ledger lock {self.common_dir / name} {_held_for(timeout)} by "
                     f"{lock_holders(fd)}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
                     "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
                 )
@@ -465,8 +467,15 @@ class GitRepo:
                 except FileNotFoundError:
                     path.parent.mkdir(exist_ok=True)
                     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except NotADirectoryError as exc:
+                raise GitError(
+                    f"{path.parent} is not a directory, but gitledger keeps its lock files in it; move it "
+                    f"away (e.g. mv {path.parent} {path.parent}.old) and try again"
+                ) from exc
             except OSError as exc:
-                raise GitError(f"cannot write to {self.common_dir}: {exc.strerror}") from exc
+                raise GitError(
+                    f"cannot open the lock file {path}: {exc.strerror}; check that {path.parent} is writable"
+                ) from exc
             held = self._locks[name] = (fd, _pid, threading.Lock())
         return held
 
@@ -581,12 +590,30 @@ def lock_holders(fd: int) -> str:
 
 
 def lock_timeout(timeout: float | None) -> float:
+    """``timeout``, or when None the wait ``GITLEDGER_LOCK_TIMEOUT`` sets (default :data:`LOCK_TIMEOUT`):
+    a number of seconds from 0 (do not wait: one try) to :data:`MAX_LOCK_TIMEOUT`; any other value is
+    a usage error, not a silent default."""
     if timeout is not None:
         return timeout
-    try:
-        return float(os.environ.get("GITLEDGER_LOCK_TIMEOUT") or LOCK_TIMEOUT)
-    except ValueError:
+    text = os.environ.get("GITLEDGER_LOCK_TIMEOUT", "").strip()
+    if not text:
         return LOCK_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_LOCK_TIMEOUT:  # (NaN fails every comparison)
+        raise UsageError(
+            f"GITLEDGER_LOCK_TIMEOUT={text!r} is not a number of seconds from 0 to {MAX_LOCK_TIMEOUT:g}; "
+            "set it to one (0: do not wait for a held lock) or unset it for the default, "
+            f"{LOCK_TIMEOUT:g}"
+        )
+    return seconds
+
+
+def _held_for(timeout: float) -> str:
+    """How long a lock that was not taken has been held, as a message says it."""
+    return f"has been held for {timeout:g} s" if timeout > 0 else "is held"
 
 
 def take_flock(fd: int, mode: int, timeout: float | None = None) -> bool:
@@ -609,6 +636,12 @@ def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
 
     if mode is None:
         mode = fcntl.LOCK_EX
+    if timeout <= 0:  # do not wait: one try
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
     if threading.current_thread() is threading.main_thread() and signal.getitimer(signal.ITIMER_REAL)[0] == 0:
         waiting = [True]
 
@@ -618,8 +651,8 @@ def wait_for_flock(fd: int, timeout: float, mode: int | None = None) -> bool:
 
         previous = signal.signal(signal.SIGALRM, expire)
         try:
-            signal.setitimer(signal.ITIMER_REAL, timeout)
-            try:
+            try:  # the alarm set here may ring at once (a tiny timeout): inside this try, never before it
+                signal.setitimer(signal.ITIMER_REAL, max(timeout, 1e-6))  # (0 would disarm it)
                 fcntl.flock(fd, mode)
                 waiting[0] = False
                 return True

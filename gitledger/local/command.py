@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -39,7 +40,7 @@ from gitledger.core.owner import CLAIM_ENV
 from gitledger.core.programs import find_program
 from gitledger.core.protocol import ActionResult
 
-MAX_REF = 65536
+MAX_REF = 65536  # bytes of $GITLEDGER_RESULT at most: a ref is a URL or an id, not a payload
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _SI_USER, _SI_QUEUE, _SI_TKILL = 0, -1, -6  # senders that are processes (not the kernel or a terminal)
 _PR_SET_PDEATHSIG = 1
@@ -189,6 +190,47 @@ def _private_dir() -> Iterator[Path]:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def read_result(path: Path) -> str | None:
+    """The ref a command that succeeded wrote to ``path`` ($GITLEDGER_RESULT): its text, stripped;
+    None when it is empty or gone. Never raises (the command's success must be recorded whatever it
+    left there): what is not a regular file of at most :data:`MAX_REF` bytes is left out with one
+    warning line on stderr."""
+    data, problem = _read_small_file(path)
+    if problem is not None:
+        print(
+            f"gitledger: warning: the command succeeded but what it left at $GITLEDGER_RESULT {problem}; "
+            "the step is recorded done without a ref",
+            file=sys.stderr,
+            flush=True,
+        )
+        return None
+    return data.decode("utf-8", "replace").strip() or None
+
+
+def _read_small_file(path: Path) -> tuple[bytes, str | None]:
+    """(the bytes of the regular file at ``path``, None), or (b"", what is wrong with it); a missing
+    file is empty. A symbolic link is not followed, nor a FIFO waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return b"", None
+    except OSError as exc:
+        return b"", "is a symbolic link" if os.path.islink(path) else f"cannot be read ({exc.strerror})"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"", "is not a regular file"
+        data = b""
+        while len(data) <= MAX_REF and (chunk := os.read(fd, MAX_REF + 1 - len(data))):
+            data += chunk
+    except OSError as exc:
+        return b"", f"cannot be read ({exc.strerror})"
+    finally:
+        os.close(fd)
+    if len(data) > MAX_REF:
+        return b"", f"is larger than {MAX_REF // 1024} KiB"
+    return data, None
+
+
 def run_command(
     argv: Sequence[str],
     step: StepKey,
@@ -234,7 +276,7 @@ def run_command(
             code, interrupted = _wait(proc, watched, own_group)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        ref = result_file.read_bytes()[:MAX_REF].decode("utf-8", "replace").strip() or None
+        ref = read_result(result_file) if code == 0 else None
     if code < 0:
         code = 128 - code
     if code == 0:

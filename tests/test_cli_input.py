@@ -1,0 +1,253 @@
+"""Bad input to the CLI (found by fuzzing): one clear line on stderr, a non-zero exit, no traceback, no
+"internal error", no hang, and the ledger keeps what it held."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testing.repos import gitledger_argv, run_gitledger, run_json
+
+
+def assert_one_clean_line(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.startswith("gitledger: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    for part in parts:
+        assert part in proc.stderr, proc.stderr
+
+
+def run_step_waiting(repo: Path, lock_timeout: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """``run-step -t T -s s -- COMMAND`` (default ``true``) with GITLEDGER_LOCK_TIMEOUT set."""
+    env = {"GITLEDGER_LOCK_TIMEOUT": lock_timeout}
+    return run_gitledger(
+        "run-step", "-t", "T", "-s", "s", "--", *(command or ["true"]), cwd=repo, env=env, timeout=20
+    )
+
+
+@pytest.fixture
+def held_ledger(repo: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the ledger lock (and with it every key's lock) of ``repo``."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from gitledger.git.repo import GitRepo\n"
+            "with GitRepo.discover(sys.argv[1]).lock():\n    print('held', flush=True); time.sleep(60)",
+            str(repo),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "inf", "1e999", "99999999999", "abc", "86401"])
+def test_a_lock_timeout_that_is_not_a_sane_number_of_seconds_is_a_usage_error(
+    repo: Path, held_ledger: subprocess.Popen[str], value: str
+) -> None:
+    proc = run_step_waiting(repo, value)
+    assert_one_clean_line(proc, 2, f"GITLEDGER_LOCK_TIMEOUT={value!r}", "from 0 to 86400")
+
+
+def test_a_bad_lock_timeout_is_refused_before_the_command_runs(repo: Path, tmp_path: Path) -> None:
+    """Not only when a lock is found held (after the command ran, the step would stay unrecorded)."""
+    ran = tmp_path / "ran"
+    proc = run_step_waiting(repo, "x", "touch", str(ran))
+    assert_one_clean_line(proc, 2, "GITLEDGER_LOCK_TIMEOUT='x'")
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+def test_a_lock_timeout_of_zero_tries_once_and_does_not_wait(
+    repo: Path, held_ledger: subprocess.Popen[str]
+) -> None:
+    proc = run_step_waiting(repo, "0")
+    assert_one_clean_line(proc, 1, f"is held by process {held_ledger.pid}")
+
+
+@pytest.mark.parametrize("value", ["1e-9", "0.000001", "0.05"])
+def test_a_tiny_lock_timeout_runs_out_cleanly(
+    repo: Path, held_ledger: subprocess.Popen[str], value: str
+) -> None:
+    """The alarm of a tiny wait rings at once: it ends the wait, never leaks as an internal error."""
+    for _ in range(3):
+        proc = run_step_waiting(repo, value)
+        assert_one_clean_line(proc, 1, f"by process {held_ledger.pid}")
+
+
+@pytest.mark.parametrize(
+    "script,problem",
+    [
+        ('rm -f "$GITLEDGER_RESULT"; mkdir "$GITLEDGER_RESULT"', "is not a regular file"),
+        ('rm -f "$GITLEDGER_RESULT"; mkfifo "$GITLEDGER_RESULT"', "is not a regular file"),
+        ('rm -f "$GITLEDGER_RESULT"; ln -s "$SECRET" "$GITLEDGER_RESULT"', "is a symbolic link"),
+        ('head -c 70000 /dev/zero > "$GITLEDGER_RESULT"', "is larger than 64 KiB"),
+    ],
+)
+def test_a_result_that_is_not_a_small_regular_file_is_left_out_and_the_step_is_done(
+    repo: Path, tmp_path: Path, script: str, problem: str
+) -> None:
+    """The command succeeded: the step is done (a rerun skips it), whatever it left at the result."""
+    secret = tmp_path / "secret"
+    secret.write_text("not-for-the-ledger\n")
+    env = {"SECRET": str(secret)}
+    proc = run_gitledger(
+        "run-step", "--json", "-t", "T", "-s", "s", "--", "sh", "-c", script, cwd=repo, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.stderr == (
+        f"gitledger: warning: the command succeeded but what it left at $GITLEDGER_RESULT {problem}; "
+        "the step is recorded done without a ref\n"
+    )
+    assert json.loads(proc.stdout)["status"] == "created" and json.loads(proc.stdout)["ref"] is None
+    assert [(e["state"], e["ref"]) for e in run_json("list", cwd=repo)] == [("done", None)]
+    again = run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)
+    assert again["status"] == "skipped"
+
+
+def test_a_result_of_at_most_64_kib_is_the_ref(repo: Path) -> None:
+    script = 'printf "%65530s" x > "$GITLEDGER_RESULT"'
+    done = run_json("run-step", "-t", "T", "-s", "s", "--", "sh", "-c", script, cwd=repo)
+    assert done["status"] == "created" and done["ref"] == "x"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--content-file", ""], "--content-file is given an empty path; give a file's path, or '-'"),
+        (["--content-file", "/dev/zero"], "--content-file /dev/zero is larger than 16 MiB"),
+        (["--content-file", "."], "cannot read --content-file .: Is a directory"),
+    ],
+)
+@pytest.mark.parametrize("command", [["key"], ["run-step"]])
+def test_a_content_file_that_cannot_be_hashed_is_one_line(
+    repo: Path, tmp_path: Path, command: list[str], args: list[str], message: str
+) -> None:
+    ran = tmp_path / "ran"
+    tail = ["--", "touch", str(ran)] if command == ["run-step"] else []
+    proc = run_gitledger(*command, "-t", "T", "-s", "s", *args, *tail, cwd=repo)
+    assert_one_clean_line(proc, 2, message)
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+@pytest.mark.parametrize("command", [["key"], ["run-step"]])
+def test_content_from_closed_standard_input_is_an_error_not_empty_content(
+    repo: Path, tmp_path: Path, command: list[str]
+) -> None:
+    ran = tmp_path / "ran"
+    tail = ["--", "touch", str(ran)] if command == ["run-step"] else []
+    argv = [*gitledger_argv(*command, "-t", "T", "-s", "s", "--content-file", "-", *tail)]
+    proc = subprocess.run(
+        ["sh", "-c", 'exec "$@" <&-', "sh", *argv], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert_one_clean_line(proc, 2, "--content-file - reads standard input, which is closed")
+    assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+def test_content_from_standard_input_is_still_read(repo: Path) -> None:
+    by_stdin = run_gitledger(
+        "key", "--json", "-t", "T", "-s", "s", "--content-file", "-", cwd=repo, input="x\n"
+    )
+    assert by_stdin.returncode == 0
+    by_text = run_json("key", "-t", "T", "-s", "s", "--content", "x\n", cwd=repo)
+    assert json.loads(by_stdin.stdout)["key"] == by_text["key"]
+
+
+@pytest.mark.parametrize("ref", ["a\nb", "a\x1b[31mb", "tab\there", "del\x7f"])
+def test_resolve_refuses_a_ref_with_a_control_character(repo: Path, ref: str) -> None:
+    failed = run_gitledger("run-step", "--json", "-t", "T", "-s", "s", "--", "false", cwd=repo)
+    key = json.loads(failed.stdout)["key"]
+    proc = run_gitledger("resolve", key, "--done", "--ref", ref, cwd=repo)
+    assert_one_clean_line(proc, 2, "--ref", "contains a control character")
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]  # unchanged
+
+
+@pytest.mark.parametrize("option", ["--task", "--profile"])
+def test_mcp_proxy_refuses_a_name_with_a_control_character(repo: Path, option: str) -> None:
+    proc = run_gitledger("mcp-proxy", option, "a\nb", "--", "cat", cwd=repo, input="", timeout=20)
+    assert_one_clean_line(proc, 2, f"{option} 'a\\nb' contains a control character")
+
+
+def run_to(stdout: int, repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """gitledger with its standard output on ``stdout`` (a descriptor), stderr captured."""
+    return subprocess.run(
+        gitledger_argv(*args), cwd=repo, stdout=stdout, stderr=subprocess.PIPE, text=True, check=False
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_standard_output_is_one_line_and_the_step_stays_done(repo: Path) -> None:
+    with open("/dev/full", "w") as full:
+        step = run_to(full.fileno(), repo, "run-step", "--json", "-t", "T", "-s", "s", "--", "true")
+        assert_one_clean_line(step, 1, "cannot write to standard output: No space left on device")
+        listed = run_to(full.fileno(), repo, "list")
+        assert_one_clean_line(listed, 1, "cannot write to standard output: No space left on device")
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["done"]
+    assert run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)["status"] == "skipped"
+
+
+@pytest.mark.parametrize(
+    "args", [["list", "--json"], ["run-step", "--json", "-t", "T", "-s", "s", "--", "true"]]
+)
+def test_a_closed_pipe_on_standard_output_ends_quietly(repo: Path, args: list[str]) -> None:
+    """The reader stopped reading (``| head``): exit 1 without a word, as click does; no internal error."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = run_to(write, repo, *args)
+    finally:
+        os.close(write)
+    assert proc.returncode == 1 and proc.stderr == ""
+
+
+def test_a_file_where_the_key_locks_folder_belongs_is_named_with_what_to_do(
+    repo: Path, tmp_path: Path
+) -> None:
+    assert run_json("run-step", "-t", "T", "-s", "first", "--", "true", cwd=repo)["status"] == "created"
+    locks = repo / ".git" / "gitledger.locks"
+    for child in locks.iterdir():
+        child.unlink()
+    locks.rmdir()
+    locks.write_text("someone's file\n")
+    ran = tmp_path / "ran"
+    proc = run_gitledger("run-step", "-t", "T", "-s", "second", "--", "touch", str(ran), cwd=repo)
+    assert_one_clean_line(proc, 1, f"{locks} is not a directory", f"mv {locks} {locks}.old")
+    assert not ran.exists() and locks.read_text() == "someone's file\n"
+    assert [e["step"] for e in run_json("list", cwd=repo)] == ["first"]
+
+
+@pytest.mark.parametrize("pad", ["{} ", " {}", "\t{}"])
+@pytest.mark.parametrize("action", ["--done", "--forget"])
+def test_resolve_says_a_key_with_spaces_around_it_is_not_a_key(repo: Path, pad: str, action: str) -> None:
+    key = run_json("run-step", "-t", "T", "-s", "s", "--", "false", cwd=repo)["key"]
+    proc = run_gitledger("resolve", pad.format(key), action, cwd=repo)
+    assert_one_clean_line(proc, 2, "is not a gitledger key: it has spaces around it")
+    assert "damaged" not in proc.stderr
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]  # unchanged
+
+
+def test_mcp_proxy_refuses_a_bad_lock_timeout_before_relaying(repo: Path) -> None:
+    proc = run_gitledger(
+        "mcp-proxy",
+        "--task",
+        "t",
+        "--",
+        "cat",
+        cwd=repo,
+        env={"GITLEDGER_LOCK_TIMEOUT": "nan"},
+        input="",
+        timeout=20,
+    )
+    assert_one_clean_line(proc, 2, "GITLEDGER_LOCK_TIMEOUT='nan'")
