@@ -543,10 +543,11 @@ class Journal:
         """Take the journal's ``flock``: held for two system calls, so a wait longer than the lock
         timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""
         if not take_flock(fd, fcntl.LOCK_EX):
+            waited = lock_timeout(None)
+            held = f"has been locked for {waited:g} s" if waited > 0 else "is locked"
             raise GitError(
-                f"the ledger journal {self.path} has been locked for {lock_timeout(None):g} s by "
-                f"{lock_holders(fd)}, stopped in its write (Ctrl-Z, SIGSTOP); resume or end it, then try "
-                "again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
+                f"the ledger journal {self.path} {held} by {lock_holders(fd)}, stopped in its write "
+                "(Ctrl-Z, SIGSTOP); resume or end it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
             )
 
     def _place(self, fd: int, length: int) -> int:
