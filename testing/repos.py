@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +65,25 @@ def init_repo(path: Path, *, commit: bool = True, bare: bool = False) -> Path:
         git("add", "README", cwd=path)
         git("commit", "-q", "-m", "initial", cwd=path)
     return path
+
+
+@contextlib.contextmanager
+def ledger_lock_held(repo: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the ledger lock (and with it every key's lock) of ``repo`` meanwhile."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from gitledger.git.repo import GitRepo\n"
+            "with GitRepo.discover(sys.argv[1]).lock():\n    print('held', flush=True); time.sleep(60)",
+            str(repo),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

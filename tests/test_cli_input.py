@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from testing.repos import gitledger_argv, run_gitledger, run_json
+from testing.repos import gitledger_argv, ledger_lock_held, run_gitledger, run_json
 
 
 def assert_one_clean_line(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
@@ -34,23 +33,8 @@ def run_step_waiting(repo: Path, lock_timeout: str, *command: str) -> subprocess
 @pytest.fixture
 def held_ledger(repo: Path) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the ledger lock (and with it every key's lock) of ``repo``."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from gitledger.git.repo import GitRepo\n"
-            "with GitRepo.discover(sys.argv[1]).lock():\n    print('held', flush=True); time.sleep(60)",
-            str(repo),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with ledger_lock_held(repo) as holder:
         yield holder
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.parametrize("value", ["-5", "nan", "inf", "1e999", "99999999999", "abc", "86401"])

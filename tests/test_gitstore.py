@@ -15,7 +15,7 @@ from gitledger.core.store import Intent
 from gitledger.git.objects import hash_object
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
-from testing.repos import git, init_repo, run_gitledger, run_json
+from testing.repos import git, init_repo, ledger_lock_held, run_gitledger, run_json
 
 STEP = StepKey.derive("T-1", "push")
 
@@ -369,31 +369,14 @@ def test_a_stale_ref_lock_left_by_a_dead_writer_is_removed_and_said(repo: Path):
 def test_waiting_for_a_stopped_lock_holder_ends_with_a_clear_message(repo: Path):
     """issue 16, 8: a SIGSTOPped process holding the ledger lock does not block writers forever."""
     import signal
-    import subprocess
-    import sys
 
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time; from gitledger.git.repo import GitRepo\n"
-            "with GitRepo.discover(sys.argv[1]).lock():\n    print('held', flush=True); time.sleep(60)",
-            str(repo),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    with ledger_lock_held(repo) as holder:
         holder.send_signal(signal.SIGSTOP)
         proc = run_gitledger(
             "run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo, env={"GITLEDGER_LOCK_TIMEOUT": "1"}
         )
         assert proc.returncode != 0 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
         assert f"held for 1 s by process {holder.pid}" in proc.stderr and "SIGSTOP" in proc.stderr
-    finally:
-        holder.kill()
-        holder.wait()
     assert run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)["status"] == "created"
 
 
