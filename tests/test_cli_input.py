@@ -140,6 +140,18 @@ def test_content_from_closed_standard_input_is_an_error_not_empty_content(
     assert not ran.exists() and run_json("list", cwd=repo) == []
 
 
+def test_too_much_standard_input_is_refused_by_run_step_too(repo: Path) -> None:
+    """The fast path read 16 MiB + 1 bytes, gave up, and the full command read what was left of
+    standard input (nothing) and hashed that: two different large contents made one key, and the
+    second step was 'skipped'."""
+    big = "a" * (16 * 1024 * 1024) + "b"
+    proc = run_gitledger(
+        "run-step", "-t", "T", "-s", "big", "--content-file", "-", "--", "true", cwd=repo, input=big
+    )
+    assert_one_clean_line(proc, 2, "larger than 16 MiB")
+    assert run_json("list", cwd=repo) == []
+
+
 def test_content_from_standard_input_is_still_read(repo: Path) -> None:
     by_stdin = run_gitledger(
         "key", "--json", "-t", "T", "-s", "s", "--content-file", "-", cwd=repo, input="x\n"

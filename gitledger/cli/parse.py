@@ -11,21 +11,28 @@ from gitledger.core.keys import Content
 MAX_CONTENT_FILE = 16 * 1024 * 1024  # a message, a diff, a file to upload; hash anything larger yourself
 
 # What '-' read from standard input, kept: the fast skip and, when it cannot answer, the full command
-# both ask for the content, and standard input can be read only once.
-_STDIN: list[bytes] = []
+# both ask for the content, and standard input can be read only once. A read that failed (too large)
+# is kept as its error: read again, what is left of standard input would be hashed as the content.
+_STDIN: list[bytes | UsageError] = []
 
 
 def read_stdin_once(option: str) -> bytes:
     """All of standard input as bytes (at most :data:`MAX_CONTENT_FILE`), read on the first call and
-    returned again on later ones; ``option`` (e.g. ``--content-file``) is named in errors. Closed
-    standard input is an error, not empty content."""
+    returned again on later ones (or its error raised again); ``option`` (e.g. ``--content-file``) is
+    named in errors. Closed standard input is an error, not empty content."""
     if not _STDIN:
         if sys.stdin is None:
             raise UsageError(
                 f"{option} - reads standard input, which is closed; pipe the content in or give a file"
             )
-        _STDIN.append(_read_capped(sys.stdin.buffer, f"{option} - (standard input)"))
-    return _STDIN[0]
+        try:
+            _STDIN.append(_read_capped(sys.stdin.buffer, f"{option} - (standard input)"))
+        except UsageError as exc:
+            _STDIN.append(exc)
+    kept = _STDIN[0]
+    if isinstance(kept, UsageError):
+        raise UsageError(str(kept))
+    return kept
 
 
 def read_file_option(path: str, option: str) -> bytes:
