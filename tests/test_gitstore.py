@@ -152,20 +152,52 @@ def test_a_ledger_ref_made_symbolic_by_hand_is_refused_and_never_written_through
     assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
 
 
-def test_a_ledger_ref_pointed_at_a_project_commit_is_refused(repo: Path):
-    """A commit that is not a ledger (its tree holds the project's files) read as the notes looked
-    like an empty ledger: every done step ran again, and a fold built notes on the project's tree."""
+def _project_commit(repo: Path, shape: str) -> str:
+    """A commit of the project that is no ledger: its own files, an empty tree, or files in
+    directories named like fan-out levels (``ab/x``)."""
+    if shape == "files":
+        return git("rev-parse", "main", cwd=repo)
+    if shape == "empty":
+        return git(
+            "commit-tree", "-m", "empty", git("hash-object", "-t", "tree", "/dev/null", cwd=repo), cwd=repo
+        )
+    index = {**os.environ, "GIT_INDEX_FILE": str(repo.parent / "scratch-index")}
+    for path in ("ab/x", "cd/y"):
+        blob = git("hash-object", "-w", "--stdin", cwd=repo, input=path)
+        subprocess.run(
+            ["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
+            cwd=repo,
+            env=index,
+            check=True,
+        )
+    tree = subprocess.run(
+        ["git", "write-tree"], cwd=repo, env=index, capture_output=True, text=True, check=True
+    )
+    return git("commit-tree", "-m", "hex-named folders", tree.stdout.strip(), cwd=repo)
+
+
+@pytest.mark.parametrize(
+    "shape,why",
+    [
+        ("files", "its tree holds 'README'"),
+        ("empty", "its tree is empty"),
+        ("hex-folders", "its tree under ab/ holds 'x'"),
+    ],
+)
+def test_a_ledger_ref_pointed_at_a_project_commit_is_refused(repo: Path, shape: str, why: str):
+    """A commit that is not a ledger read as the notes looked like an empty ledger: every done step
+    ran again, and a fold built notes on the project's tree. The message names the last good value
+    of the notes ref's reflog (not the commit the ref was pointed at, the newest one there)."""
     record(repo)
     assert run_json("flush", cwd=repo) == {"folded": 2}
     record(repo, step="later")
     before = git("rev-parse", NOTES_REF, cwd=repo)
-    git("update-ref", NOTES_REF, "main", cwd=repo)
+    git("update-ref", NOTES_REF, _project_commit(repo, shape), cwd=repo)
     marker = repo.parent / "ran"
     for proc in (_ran_again(repo, marker), run_gitledger("flush", cwd=repo)):
         assert proc.returncode == 1, proc
-        assert (
-            proc.stderr.count("\n") == 1 and "not a gitledger ledger (its tree holds 'README')" in proc.stderr
-        )
+        assert proc.stderr.count("\n") == 1 and f"not a gitledger ledger ({why})" in proc.stderr, proc.stderr
+        assert f"git update-ref --no-deref {NOTES_REF} {before}' (its last good value" in proc.stderr
     assert not marker.exists()
     git("update-ref", NOTES_REF, before, cwd=repo)
     assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
@@ -189,30 +221,53 @@ def test_ref_updates_never_go_through_a_symbolic_ref(repo: Path):
     assert git("symbolic-ref", "-q", NOTES_REF, cwd=repo, check=False) == ""
 
 
-def test_zeros_written_into_the_middle_of_the_journal_hide_no_step(repo: Path):
+@pytest.mark.parametrize("after", [2, 3], ids=["between-steps", "between-claim-and-done"])
+def test_zeros_written_into_the_middle_of_the_journal_hide_no_step(repo: Path, after: int):
     """A run of zero bytes in the middle of the journal (a damaged block) made readers stop there:
-    'list' showed one of three steps without a word, a done step ran again, and 'flush' moved the
-    confirmed events behind the zeros aside as torn writes. Now readers say so, and the first write
-    takes them back before it decides."""
+    'list' showed one of three steps without a word, a done step ran again (or, its claim before the
+    zeros and its done behind them, was 'unconfirmed', and the advice was to forget it), and 'flush'
+    moved the confirmed events behind the zeros aside as torn writes. Now the first reader takes them
+    back, under the exclusive lock, and says so."""
     for step in ("a", "b", "c"):
         record(repo, step=step)
     journal = repo / ".git" / "gitledger.journal"
     data = journal.read_bytes()
-    second = data.index(b"\n", data.index(b"\n") + 1) + 1  # after step a's two lines
-    journal.write_bytes(data[:second] + bytes(100) + b"\n" + data[second:])
-    listed = run_gitledger("list", "--json", cwd=repo)
-    assert [e["key"].split(".")[1] for e in json.loads(listed.stdout)] == ["a"]
-    assert listed.stderr.count("\n") == 1 and "holds records behind zero bytes" in listed.stderr
+    at = 0
+    for _ in range(after):
+        at = data.index(b"\n", at) + 1
+    journal.write_bytes(data[:at] + bytes(100) + b"\n" + data[at:])
     marker = repo.parent / "ran"
-    again = run_gitledger(
-        "run-step", "-t", "T-1", "-s", "b", "--json", "--", "sh", "-c", f"echo >> {marker}", cwd=repo
-    )
-    assert json.loads(again.stdout)["status"] == "skipped" and not marker.exists(), again.stderr
-    assert "they are read again" in again.stderr
-    states = {e["key"].split(".")[1]: e["state"] for e in run_json("list", cwd=repo)}
-    assert states == {"a": "done", "b": "done", "c": "done"}
+    script = f"echo >> {marker}"
+    again = run_gitledger("run-step", "-t", "T-1", "-s", "b", "--json", "--", "sh", "-c", script, cwd=repo)
+    assert again.returncode == 0 and json.loads(again.stdout)["status"] == "skipped", again
+    assert not marker.exists() and again.stderr.count("\n") == 1 and "they are read again" in again.stderr
+    listed = run_gitledger("list", "--json", cwd=repo)
+    states = {e["key"].split(".")[1]: e["state"] for e in json.loads(listed.stdout)}
+    assert states == {"a": "done", "b": "done", "c": "done"} and listed.stderr == ""
     assert run_json("flush", cwd=repo) == {"folded": 6}
     assert not (repo / ".git" / "gitledger.journal.torn").exists()
+
+
+def test_a_reader_takes_back_what_lies_behind_zeros_before_it_answers(repo: Path):
+    """'list' (a reader) finds the records first: it takes them back and says so, in one line."""
+    for step in ("a", "b"):
+        record(repo, step=step)
+    journal = repo / ".git" / "gitledger.journal"
+    data = journal.read_bytes()
+    at = data.index(b"\n", data.index(b"\n") + 1) + 1
+    journal.write_bytes(data[:at] + bytes(700) + data[at:])
+    listed = run_gitledger("list", "--json", cwd=repo)
+    assert [e["key"].split(".")[1] for e in json.loads(listed.stdout)] == ["a", "b"]
+    assert listed.stderr.count("\n") == 1 and "2 record(s) behind 700 zero byte(s)" in listed.stderr
+
+
+def test_a_journal_path_that_leads_nowhere_is_one_line(repo: Path):
+    """A symbolic link at the journal's path into a folder that does not exist: reading finds no
+    journal, and creating one failed with an internal error."""
+    (repo / ".git" / "gitledger.journal").symlink_to("/nonexistent/journal")
+    proc = run_gitledger("run-step", "-t", "T-1", "-s", "x", "--", "true", cwd=repo, timeout=30)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc
+    assert "cannot write the ledger journal" in proc.stderr and "No such file or directory" in proc.stderr
 
 
 @pytest.mark.parametrize("kind", ["directory", "fifo", "device"])

@@ -592,11 +592,17 @@ class Journal:
             return self._wfd
         self._close_wfd()
         try:
-            fd = open_noatime(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            if self.durable:  # the new file's name is durable before any record in it is
-                sync_dir(self.path)
+            try:
+                fd = open_noatime(self.path, os.O_RDWR)
+            except FileNotFoundError:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                if self.durable:  # the new file's name is durable before any record in it is
+                    sync_dir(self.path)
+        except OSError as exc:  # e.g. a symbolic link put at the path, into a folder that is gone
+            raise GitError(
+                f"cannot write the ledger journal {self.path} ({exc.strerror}); make it a writable file "
+                "(or move what is there away), then try again"
+            ) from exc
         self._wfd, self._wino, self._wpid = fd, os.fstat(fd).st_ino, current_pid()
         return fd
 

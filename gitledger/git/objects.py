@@ -227,6 +227,8 @@ class ObjectReader:
         self._packs: dict[str, _Pack] = {}
         self._cache: dict[str, tuple[str, bytes]] = {}
         self._bases: dict[tuple[str, int], tuple[str, bytes]] = {}
+        # git knows the empty tree without storing it (a commit may name it and nothing else has it)
+        self._empty_tree = hash_object("tree", b"", object_format)
 
     @staticmethod
     def _alternates(objects_dir: str, depth: int = 0) -> list[str]:
@@ -296,6 +298,8 @@ class ObjectReader:
             found = self._lookup(oid)
             if not changed:
                 break
+        if found is None and oid == self._empty_tree:
+            found = ("tree", b"")
         if found is not None and len(found[1]) <= _CACHE_OBJECT_MAX:
             if len(self._cache) >= _CACHE_MAX:
                 self._cache.clear()

@@ -222,6 +222,7 @@ class GitRepo:
         self._cat: CatFile | None = None
         self._refs: RefUpdater | None = None
         self._locks: dict[str, tuple[int, int, threading.Lock]] = {}  # name -> (fd, pid, in-process lock)
+        self._holding = threading.local()  # how many of its locks this thread holds (.count)
         self._remote_urls: dict[str, str | None] = {}
 
     @classmethod
@@ -401,10 +402,21 @@ class GitRepo:
             if name == LEDGER_LOCK:
                 for stripe in _STRIPES:  # in order: two exclusive holders never wait for each other's
                     held.append(self._acquire(stripe, max(0.0, deadline - time.monotonic()), timeout))
-            yield
+            self._count_held(1)
+            try:
+                yield
+            finally:
+                self._count_held(-1)
         finally:
             for one in reversed(held):
                 _release(one)
+
+    def _count_held(self, change: int) -> None:
+        self._holding.count = getattr(self._holding, "count", 0) + change
+
+    def holds_a_lock(self) -> bool:
+        """Whether this thread holds one of this repository's locks (it must not wait for another)."""
+        return getattr(self._holding, "count", 0) > 0
 
     def _acquire(
         self, name: str, timeout: float | None, reported: float | None = None
@@ -559,10 +571,12 @@ class _AppendLock:
 
     def __enter__(self) -> None:
         self._held = self._repo._acquire(_stripe(self._key), None)
+        self._repo._count_held(1)
 
     def __exit__(self, *exc: object) -> None:
         held, self._held = self._held, None
         assert held is not None
+        self._repo._count_held(-1)
         _release(held)
 
 

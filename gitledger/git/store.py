@@ -215,7 +215,7 @@ class GitStore:
             if found is None or found[0] != "commit":
                 return False
             return self.trees.foreign_entry(found[1][5 : found[1].index(b"\n")].decode()) is None
-        except (GitError, DamagedObjectFileError, ValueError):
+        except (GitError, CorruptLedgerError, DamagedObjectFileError, ValueError):
             return False
 
     def tip(self, ref: str) -> Tip:
@@ -242,8 +242,8 @@ class GitStore:
         foreign = self.trees.foreign_entry(tree)
         if foreign is not None:
             raise CorruptLedgerError(
-                f"{ref} points at commit {oid}, which is not a gitledger ledger (its tree holds "
-                f"{foreign!r}); {_restore(ref)} (see 'git reflog {ref}')"
+                f"{ref} points at commit {oid}, which is not a gitledger ledger ({foreign}); "
+                f"{self._repair_hint(ref)}"
             )
         if len(self._tips) > 64:
             self._tips.clear()
@@ -346,10 +346,18 @@ class GitStore:
         return self.read_as(version, "blob")
 
     def _refresh(self) -> None:
-        """Read the journal's new lines; say once when records lie behind zeros in it (a write, which
-        repairs first, or 'gitledger flush' takes them back: a reader holds no lock to do it)."""
+        """Read the journal's new lines, after taking back records found behind zeros in it (under the
+        exclusive lock: read without them, a done step looked unconfirmed). A thread that holds a lock
+        already must not wait for that one: it says so once, and a write or 'gitledger flush' takes
+        them back."""
         self.journal.refresh()
-        if self.journal.hidden and not self._hidden_said:
+        if not self.journal.hidden:
+            return
+        if not self.repo.holds_a_lock():
+            with self.repo.lock(fold=False):
+                self._notice(self.journal.repair())
+            self.journal.refresh()
+        elif not self._hidden_said:
             self._hidden_said = True
             self._notice(
                 f"gitledger: the ledger journal {self.journal.path} holds records behind zero bytes in its "
@@ -367,7 +375,7 @@ class GitStore:
         return self._entry(key, self._intent_oid_for_key(key), notes_tree)
 
     def intent(self, key: str) -> Intent | None:
-        self.journal.refresh()
+        self._refresh()
         raw = self.journal.intent_of(key)
         if raw is not None:
             return parse_intent(raw)
@@ -406,7 +414,7 @@ class GitStore:
             yield Entry(f"damaged-intent:{path}", [], oid, [bad], location=oid)
 
     def has_ledger(self) -> bool:
-        self.journal.refresh()
+        self._refresh()
         return bool(self.journal.key_names()) or any(self._ref(ref) for ref in LEDGER_REFS)
 
     # -- writing -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ TREE = "40000"
 BLOB = "100644"
 _NOTE_MODES = (BLOB, "100755")
 _HEX_NAME = re.compile(r"[0-9a-f]+")
+_MAX_DEPTH = 40  # levels a note can be below a ledger's root (one per two hex digits of its name)
 
 
 class Trees:
@@ -137,20 +138,41 @@ class Trees:
         return None
 
     def foreign_entry(self, tree: str) -> str | None:
-        """A name in a ledger's root tree when none of its entries is a ledger's, else None.
+        """Why ``tree`` cannot be a ledger's root (e.g. "its tree holds 'README'"), or None.
 
-        A root holds fan-out levels (two hex digits) or, as ``git notes`` lays out a small notes tree,
-        notes named by hex object ids. A commit of a project (a ledger ref pointed at a branch by
-        hand) holds neither, and read as a ledger it would look empty; a ledger with a stray file
-        added is still read (the file is ignored)."""
-        if self._fanout_level(tree) is not None:  # two-character subtrees only
-            return None
-        foreign = None
-        for name, (mode, _) in self.tree(tree).items():
-            if _HEX_NAME.fullmatch(name) and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES):
+        A ledger's tree holds fan-out levels (two hex digits) down to notes named by hex ids (``git
+        notes`` lays a small notes tree out flat). A project's commit (a ledger ref pointed at a
+        branch by hand) has other names somewhere on the way down, and read as a ledger it looked
+        empty: done steps ran again. So the first path down is walked (a few cached reads, once per
+        tip) until a note: each level must hold an entry of a ledger (a stray file beside them is
+        ignored, as lookups ignore it). A damaged level ends the walk: lookups report it there."""
+        where = "its tree"
+        for depth in range(_MAX_DEPTH):
+            try:
+                level = self._fanout_level(tree)
+                entries = {} if level is not None else self.tree(tree)
+            except CorruptLedgerError:
+                if depth == 0:
+                    raise
                 return None
-            foreign = foreign or name
-        return foreign
+            if level is not None:  # two-character subtrees only
+                name = level[6:8].decode("utf-8", "replace")
+                if not _HEX_NAME.fullmatch(name):
+                    return f"{where} holds {name!r}"
+                tree, where = level[9 : 9 + self._oid_len].hex(), f"{where} under {name}/"
+                continue
+            ledger = sorted(
+                (name, mode, oid)
+                for name, (mode, oid) in entries.items()
+                if _HEX_NAME.fullmatch(name) and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES)
+            )
+            if any(mode != TREE for _, mode, _ in ledger):
+                return None  # a note
+            if not ledger:
+                return f"{where} holds {min(entries)!r}" if entries else f"{where} is empty"
+            name, _, tree = ledger[0]
+            where = f"{where} under {name}/"
+        return None
 
     def walk(self, tree: str | None, prefix: str = "") -> Iterator[tuple[str, str]]:
         """Every (full name, blob oid) below a fanned-out tree."""
