@@ -57,6 +57,7 @@ def test_failed_command_exit_code_is_passed_through_and_retried(repo: Path):
         (["-c", "github-comment:x", "--", "true"], "unknown check spec"),
         (["--on-unconfirmed", "maybe", "--", "true"], "on_unconfirmed 'maybe'"),
         (["--lease", "-5", "--", "true"], "lease must be a positive"),
+        (["--lease", "1e-300", "--", "true"], "from 0.3 (a shorter one runs out between two heartbeats)"),
         (["--arg", "novalue", "--", "true"], "is not NAME=VALUE"),
         (["--content", "a", "--arg", "b=c", "--", "true"], "only one of"),
         (["--", "definitely-not-a-command-xyz"], "not found"),

@@ -17,6 +17,9 @@ from gitledger.core.events import ATTEMPTING, FAILED, FORGOTTEN, INFO, Entry
 ON_UNCONFIRMED = ("fail", "retry", "skip")
 DEFAULT_LEASE = 900.0
 MAX_LEASE = 10 * 366 * 24 * 3600.0  # a deadline must stay a date
+# three of the shortest heartbeat intervals (core.renewal.MIN_INTERVAL, 0.1 s): a shorter lease runs
+# out between two renewals while its holder is alive, and another process may take the step over
+MIN_LEASE = 0.3
 MAX_SETTLE = 600.0
 # Seconds a write whose answer was lost may still land, per effect kind (the check that finds it). A
 # rerun within that time after a failed, interrupted or abandoned attempt waits for the rest of it before
@@ -36,10 +39,10 @@ class StepPolicy:
             raise UsageError(
                 f"on_unconfirmed {self.on_unconfirmed!r} is not one of {', '.join(ON_UNCONFIRMED)}"
             )
-        if not 0 < self.lease <= MAX_LEASE:  # also refuses NaN and infinity
+        if not MIN_LEASE <= self.lease <= MAX_LEASE:  # also refuses NaN and infinity
             raise UsageError(
-                f"lease must be a positive number of seconds up to {MAX_LEASE:.0f} (ten years), "
-                f"not {self.lease!r}"
+                f"lease must be a positive number of seconds from {MIN_LEASE:g} (a shorter one runs out "
+                f"between two heartbeats) up to {MAX_LEASE:.0f} (ten years), not {self.lease!r}"
             )
         if self.settle is not None and not 0 <= self.settle <= MAX_SETTLE:
             raise UsageError(f"settle must be 0 to {MAX_SETTLE:.0f} seconds, not {self.settle!r}")
