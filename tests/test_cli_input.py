@@ -161,6 +161,14 @@ def test_content_from_standard_input_is_still_read(repo: Path) -> None:
     assert json.loads(by_stdin.stdout)["key"] == by_text["key"]
 
 
+def test_resolve_refuses_a_ref_longer_than_run_step_keeps(repo: Path) -> None:
+    failed = run_gitledger("run-step", "--json", "-t", "T", "-s", "s", "--", "false", cwd=repo)
+    key = json.loads(failed.stdout)["key"]
+    proc = run_gitledger("resolve", key, "--done", "--ref", "x" * 70_000, cwd=repo)
+    assert_one_clean_line(proc, 2, "--ref is longer than 64 KiB")
+    assert [e["state"] for e in run_json("list", cwd=repo)] == ["failed"]
+
+
 @pytest.mark.parametrize("ref", ["a\nb", "a\x1b[31mb", "tab\there", "del\x7f"])
 def test_resolve_refuses_a_ref_with_a_control_character(repo: Path, ref: str) -> None:
     failed = run_gitledger("run-step", "--json", "-t", "T", "-s", "s", "--", "false", cwd=repo)

@@ -133,8 +133,12 @@ def resolve_command(
         raise UsageError("--ref goes with --done")
     if ref is not None:
         from gitledger.cli.parse import printable_option
+        from gitledger.local.command import MAX_REF
 
         printable_option(ref, "--ref")
+        if len(ref.encode("utf-8", "surrogateescape")) > MAX_REF:  # as run-step keeps a ref
+            limit = MAX_REF // 1024
+            raise UsageError(f"--ref is longer than {limit} KiB; give where the effect is (a URL, an id)")
     if force and not forget:
         raise UsageError("--force goes with --forget")
     with open_session(repo) as session:
