@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -180,3 +181,28 @@ def test_a_failed_write_keeps_the_settings_and_removes_the_temporary_file(tmp_pa
     assert done.returncode == 1 and f"cannot write {settings}" in err and "left as it was" in err
     assert settings.read_bytes() == before
     assert os.listdir(settings.parent) == ["settings.json"]
+
+
+def test_a_settings_file_that_is_a_link_is_written_where_it_points(tmp_path: Path) -> None:
+    """A settings file kept in a dotfiles checkout and linked in: the hook goes into the linked file,
+    whose permissions stay; the link stays a link (the rename put a plain file in its place)."""
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps(FOREIGN))
+    dotfiles.chmod(0o600)
+    settings = tmp_path / "repo" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(dotfiles)
+    done = subprocess.run(
+        gitledger_argv("agent", "install", "claude", "--no-fail-closed", "--repo", str(tmp_path / "repo")),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert settings.is_symlink() and settings.resolve() == dotfiles
+    assert "gitledger" in json.loads(dotfiles.read_text())["hooks"]["PreToolUse"][-1]["hooks"][0]["command"]
+    assert stat.S_IMODE(dotfiles.stat().st_mode) == 0o600
+    assert sorted(os.listdir(dotfiles.parent)) == ["claude-settings.json"]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -232,11 +234,19 @@ def apply(plan: InstallPlan) -> None:
     is left as it was and the temporary file is removed."""
     if not plan.changed:
         return
-    tmp = plan.path.with_name(plan.path.name + ".gitledger-tmp")
+    # a settings file that is a symbolic link (a dotfiles checkout) is written where it points: the
+    # rename would otherwise put a plain file in the link's place
+    target = plan.path.resolve() if plan.path.is_symlink() else plan.path
+    tmp = target.with_name(target.name + ".gitledger-tmp")
     try:
-        plan.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(plan.after, encoding="utf-8")
-        tmp.replace(plan.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(plan.after)
+            fh.flush()
+            if target.exists():  # keep the file's permissions
+                os.chmod(fh.fileno(), stat.S_IMODE(target.stat().st_mode))
+            os.fsync(fh.fileno())
+        tmp.replace(target)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
