@@ -153,8 +153,8 @@ def test_a_ledger_ref_made_symbolic_by_hand_is_refused_and_never_written_through
 
 
 def _project_commit(repo: Path, shape: str) -> str:
-    """A commit of the project that is no ledger: its own files, an empty tree, or files in
-    directories named like fan-out levels (``ab/x``)."""
+    """A commit of the project that is no ledger: its own files, an empty tree, files in directories
+    named like fan-out levels (``ab/x``), or files named in hex digits (``add``, ``2024``, ``ab/1``)."""
     if shape == "files":
         return git("rev-parse", "main", cwd=repo)
     if shape == "empty":
@@ -162,7 +162,7 @@ def _project_commit(repo: Path, shape: str) -> str:
             "commit-tree", "-m", "empty", git("hash-object", "-t", "tree", "/dev/null", cwd=repo), cwd=repo
         )
     index = {**os.environ, "GIT_INDEX_FILE": str(repo.parent / "scratch-index")}
-    for path in ("ab/x", "cd/y"):
+    for path in ("ab/x", "cd/y") if shape == "hex-folders" else ("add", "2024", "ab/1"):
         blob = git("hash-object", "-w", "--stdin", cwd=repo, input=path)
         subprocess.run(
             ["git", "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}"],
@@ -182,6 +182,7 @@ def _project_commit(repo: Path, shape: str) -> str:
         ("files", "its tree holds 'README'"),
         ("empty", "its tree is empty"),
         ("hex-folders", "its tree under ab/ holds 'x'"),
+        ("hex-names", "its tree under ab/ holds '1'"),  # 'add', '2024': hex, too short for a note
     ],
 )
 def test_a_ledger_ref_pointed_at_a_project_commit_is_refused(repo: Path, shape: str, why: str):

@@ -348,6 +348,8 @@ def test_cli_usage_errors_and_no_sdk_needed(world: World) -> None:
     assert proc.returncode == 0 and "UPSTREAM_CMD" in proc.stdout
     proc = run_gitledger("mcp-proxy", "--profile", "nosuch", "--", sys.executable, UPSTREAM, cwd=world.repo)
     assert proc.returncode == 2 and "unknown MCP profile 'nosuch'" in proc.stderr
+    proc = run_gitledger("mcp-proxy", "--task", "t" * 5000, "--", sys.executable, UPSTREAM, cwd=world.repo)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "keep it under 1024" in proc.stderr
     # the SDK (and pydantic, anyio, typer) cannot even be imported: the proxy runs all the same, and an
     # upstream that cannot start is one line and exit 1
     code = (

@@ -283,6 +283,45 @@ def test_parse_errors_and_batches(world: World) -> None:
     assert raw.close() == 0
 
 
+def test_what_no_server_answers_is_answered_here(world: World) -> None:
+    """Requests an MCP server drops (not JSON-RPC 2.0, an id that is null or an object, params that
+    are not an object) and a line nested deeper than the parser's stack: the relay sent them on, or
+    said "internal error" on stderr, and the client waited for the answer forever."""
+    raw = world.raw()
+    raw.initialize()
+    raw.send({"jsonrpc": "1.0", "id": 7, "method": "ping"})
+    raw.send({"id": 8, "method": "ping"})
+    raw.send({"jsonrpc": "2.0", "id": None, "method": "ping"})
+    raw.send({"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"})
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": [1]})
+    raw.send(b"[" * 200_000 + b"]" * 200_000 + b"\n")
+    ping = raw.send({"jsonrpc": "2.0", "id": 10, "method": "ping"})
+    seen = raw.until(answer_to(10))
+    errors = [(m["id"], m["error"]["code"]) for m in seen if "error" in m]
+    assert errors == [(7, -32600), (8, -32600), (None, -32600), (None, -32600), (9, -32600), (None, -32700)]
+    assert world.sent()[2:] == [ping]  # none of them reached the upstream
+    assert raw.close() == 0
+
+
+def test_arguments_nested_too_deep_for_a_key_are_invalid_params(world: World) -> None:
+    """Without a profile a call is keyed on its canonical arguments; arguments nested deeper than
+    that encoding can go were an "internal error" (-32603)."""
+    argv = [sys.executable, "-m", "gitledger", "mcp-proxy", "--task", "T-2", "--", sys.executable, UPSTREAM]
+    raw = Raw(argv, world.env(FAKE_MCP_WIRE=str(world.wire)), world.repo, world.stderr)
+    world.procs.append(raw)
+    raw.initialize()
+    arguments = (
+        b'{"owner": "o", "repo": "r", "title": "t", "body": ' + b"[" * 900 + b'"x"' + b"]" * 900 + b"}"
+    )
+    raw.send(
+        b'{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "create_issue", '
+        b'"arguments": ' + arguments + b"}}\n"
+    )  # (this process's json could not encode it)
+    got = raw.until(answer_to(11))[-1]
+    assert got["error"]["code"] == -32602 and "nested too deeply" in got["error"]["message"], got
+    assert raw.close() == 0
+
+
 def test_upstream_exit_answers_every_request_in_flight_then_the_proxy_exits_1(world: World) -> None:
     raw = world.raw(FAKE_MCP_CRASH="get_me")
     raw.initialize()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gitledger.cli.parse import has_control
 from gitledger.core.errors import EXIT_USAGE, GitledgerError
+from gitledger.core.keys import MAX_NAME_LEN
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
 
@@ -69,6 +70,8 @@ def parse(argv: Sequence[str]) -> dict[str, object]:
             raise ValueError(f"{name} must not be empty")
         if field != "repo" and has_control(value):  # (a path may hold anything but NUL)
             raise ValueError(f"{name} {value!r} contains a control character; use printable text only")
+        if field == "task" and len(value) > MAX_NAME_LEN:  # else every guarded call fails on it
+            raise ValueError(f"{name} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
         values[field] = value
     return values
 

@@ -22,6 +22,7 @@ BLOB = "100644"
 _NOTE_MODES = (BLOB, "100755")
 _HEX_NAME = re.compile(r"[0-9a-f]+")
 _MAX_DEPTH = 40  # levels a note can be below a ledger's root (one per two hex digits of its name)
+_MIN_ID = 16  # hex digits, fan-out included, a ledger leaf is named by at least (a key digest: 24, an id: 40)
 
 
 class Trees:
@@ -146,7 +147,7 @@ class Trees:
         empty: done steps ran again. So the first path down is walked (a few cached reads, once per
         tip) until a note: each level must hold an entry of a ledger (a stray file beside them is
         ignored, as lookups ignore it). A damaged level ends the walk: lookups report it there."""
-        where = "its tree"
+        where, named = "its tree", 0  # hex digits of the names on the way down
         for depth in range(_MAX_DEPTH):
             try:
                 level = self._fanout_level(tree)
@@ -159,19 +160,20 @@ class Trees:
                 name = level[6:8].decode("utf-8", "replace")
                 if not _HEX_NAME.fullmatch(name):
                     return f"{where} holds {name!r}"
-                tree, where = level[9 : 9 + self._oid_len].hex(), f"{where} under {name}/"
+                tree, where, named = level[9 : 9 + self._oid_len].hex(), f"{where} under {name}/", named + 2
                 continue
             ledger = sorted(
                 (name, mode, oid)
                 for name, (mode, oid) in entries.items()
-                if _HEX_NAME.fullmatch(name) and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES)
+                if _HEX_NAME.fullmatch(name)
+                and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES and named + len(name) >= _MIN_ID)
             )
             if any(mode != TREE for _, mode, _ in ledger):
                 return None  # a note
             if not ledger:
                 return f"{where} holds {min(entries)!r}" if entries else f"{where} is empty"
             name, _, tree = ledger[0]
-            where = f"{where} under {name}/"
+            where, named = f"{where} under {name}/", named + 2
         return None
 
     def walk(self, tree: str | None, prefix: str = "") -> Iterator[tuple[str, str]]:

@@ -311,7 +311,7 @@ class Relay:
             return
         try:
             message = json.loads(line)
-        except ValueError as exc:  # also bytes that are not UTF-8
+        except (ValueError, RecursionError) as exc:  # bytes that are not UTF-8; nesting past the stack
             self.agent.write(_error(None, PARSE_ERROR, f"Parse error: {exc}"[:300]))
             return
         if isinstance(message, list):  # a batch: its messages one by one
@@ -328,6 +328,8 @@ class Relay:
             return
         method = message.get("method")
         line = raw if raw is not None else _encode(message)
+        if method is not None and "id" in message and not self._valid_request(message):
+            return
         if method is None or "id" not in message:  # a notification, or the answer to an upstream request
             if method == "notifications/cancelled" and not self._cancelled(message.get("params")):
                 return
@@ -349,6 +351,22 @@ class Relay:
             with self.lock:
                 self.listings[ident] = isinstance(params, dict) and bool(params.get("cursor"))
         self._forward(ident, method, line)
+
+    def _valid_request(self, message: dict[str, Any]) -> bool:
+        """Whether a request is one an MCP server answers; else it is answered here (a server drops
+        what is not JSON-RPC 2.0, and the client would wait for that answer forever)."""
+        ident = message["id"]
+        problem = None
+        if message.get("jsonrpc") != "2.0":
+            problem = 'Invalid Request: "jsonrpc" must be "2.0"'
+        elif not _trackable(ident):
+            problem = "Invalid Request: an id must be a string or a number"
+        elif "params" in message and not isinstance(message["params"], dict):
+            problem = "Invalid Request: params must be an object"
+        if problem is None:
+            return True
+        self.agent.write(_error(ident if _trackable(ident) else None, INVALID_REQUEST, problem))
+        return False
 
     def _cancelled(self, params: Any) -> bool:
         """Whether to pass a cancellation on: not for calls the relay handles (they finish and are
@@ -418,6 +436,8 @@ class Relay:
         try:
             reply = self.guard.handle(name, arguments, self)
             line = _reply(ident, reply)
+        except RecursionError:  # arguments nested deeper than the key's canonical form can be made
+            line = _error(ident, INVALID_PARAMS, "gitledger: the tools/call arguments are nested too deeply")
         except Exception as exc:
             message = f"gitledger: mcp-proxy internal error in {name}: {type(exc).__name__}: {exc}"
             line = _error(ident, INTERNAL_ERROR, message[:1000])
@@ -428,7 +448,7 @@ class Relay:
     def _upstream_line(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             self.agent.write(line)  # not ours to judge: the agent's client sees what the server wrote
             return
         if isinstance(message, list):
