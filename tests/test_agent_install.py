@@ -193,13 +193,8 @@ def test_a_settings_file_that_is_a_link_is_written_where_it_points(tmp_path: Pat
     settings = tmp_path / "repo" / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True)
     settings.symlink_to(dotfiles)
-    done = subprocess.run(
-        gitledger_argv("agent", "install", "claude", "--no-fail-closed", "--repo", str(tmp_path / "repo")),
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = run_gitledger(
+        "agent", "install", "claude", "--no-fail-closed", "--repo", str(tmp_path / "repo"), cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
     assert settings.is_symlink() and settings.resolve() == dotfiles
