@@ -132,10 +132,10 @@ def resolve_command(
     if ref is not None and not done:
         raise UsageError("--ref goes with --done")
     if ref is not None:
-        from gitledger.cli.parse import printable_option
+        from gitledger.core.keys import require_printable
         from gitledger.local.command import MAX_REF
 
-        printable_option(ref, "--ref")
+        require_printable(ref, "--ref")
         if len(ref.encode("utf-8", "surrogateescape")) > MAX_REF:  # as run-step keeps a ref
             limit = MAX_REF // 1024
             raise UsageError(f"--ref is longer than {limit} KiB; give where the effect is (a URL, an id)")

@@ -10,9 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gitledger.cli.parse import has_control
 from gitledger.core.errors import EXIT_USAGE, GitledgerError
-from gitledger.core.keys import MAX_NAME_LEN
+from gitledger.core.keys import MAX_NAME_LEN, has_control
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
 

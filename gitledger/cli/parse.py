@@ -62,18 +62,6 @@ def _read_capped(fh: BinaryIO, what: str) -> bytes:
     return data
 
 
-def has_control(value: str) -> bool:
-    """Does ``value`` hold a control character (a newline, a tab, an escape sequence, DEL, C1)?"""
-    return any(c < " " or "\x7f" <= c <= "\x9f" for c in value)
-
-
-def printable_option(value: str, option: str) -> str:
-    """``value``, refused with one usage line when it holds a control character."""
-    if has_control(value):
-        raise UsageError(f"{option} {value!r} contains a control character; use printable text only")
-    return value
-
-
 def content_from_options(content: str | None, content_file: str | None, args: list[str] | None) -> Content:
     """Turn the mutually exclusive content options into :class:`Content`."""
     given = sum(x is not None and x != [] for x in (content, content_file, args))
@@ -99,8 +87,6 @@ def content_from_options(content: str | None, content_file: str | None, args: li
 __all__ = [
     "MAX_CONTENT_FILE",
     "content_from_options",
-    "has_control",
-    "printable_option",
     "read_file_option",
     "read_stdin_once",
 ]

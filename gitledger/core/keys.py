@@ -70,12 +70,23 @@ def normalize_name(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
+def has_control(value: str) -> bool:
+    """Whether ``value`` holds a control character (C0, DEL or C1: a newline, a tab, an escape)."""
+    return _CONTROL.search(value) is not None
+
+
+def require_printable(value: str, what: str) -> str:
+    """``value``, refused with one usage line when it holds a control character."""
+    if has_control(value):
+        raise UsageError(f"{what} {value!r} contains a control character; use printable text only")
+    return value
+
+
 def validate_name(value: str, what: str) -> str:
     """Reject empty names and control characters; return the name unchanged otherwise."""
     if not value or not value.strip():
         raise UsageError(f"{what} must not be empty; pass a stable, human-chosen {what} name")
-    if _CONTROL.search(value):
-        raise UsageError(f"{what} {value!r} contains a control character; use printable text only")
+    require_printable(value, what)
     if len(value) > MAX_NAME_LEN:
         raise UsageError(f"{what} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
     utf8(value, what)
