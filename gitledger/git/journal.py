@@ -171,12 +171,7 @@ class Journal:
         was damaged in its middle: :meth:`repair` takes them back in."""
         if self._fd is None or zeros_from(self._fd, self._good_end, os.fstat(self._fd).st_size):
             return []  # the common case: the zeros reserved ahead of the records
-        rest, pieces = self._leftovers()
-        if not pieces:  # a rotation's mark
-            return []
-        first = rest.find(0)  # the bytes before it, at the last good line, are not behind zeros
-        runs = _NONZERO.findall(rest, first) if first != -1 else []
-        return [piece for piece in (run.removeprefix(ROTATED + b"\n") for run in runs) if piece]
+        return self._leftovers(behind_zeros=True)[1]
 
     def _open(self) -> bool:
         self._reset()
@@ -488,16 +483,18 @@ class Journal:
                 "file (or move it away), then try again"
             ) from exc
 
-    def _leftovers(self) -> tuple[bytes, list[bytes]]:
+    def _leftovers(self, *, behind_zeros: bool = False) -> tuple[bytes, list[bytes]]:
         """(what follows the last good line, its runs of bytes other than zeros but the mark of a
-        rotation killed before its rename)."""
+        rotation killed before its rename); ``behind_zeros``: only the runs after its first zero (the
+        bytes at the last good line may be a write in flight)."""
         if self._fd is None:
             return b"", []
         size = os.fstat(self._fd).st_size
         rest = os.pread(self._fd, size - self._good_end, self._good_end) if size > self._good_end else b""
-        if rest == bytes(len(rest)):  # the zeros ahead of the records (~8 us for 256 KiB; a regex: ~2 ms)
+        start = rest.find(0) if behind_zeros else 0
+        if start == -1 or rest == bytes(len(rest)):  # the reserved zeros (~8 us for 256 KiB; a regex ~2 ms)
             return rest, []
-        pieces = [run.removeprefix(ROTATED + b"\n") for run in _NONZERO.findall(rest)]
+        pieces = [run.removeprefix(ROTATED + b"\n") for run in _NONZERO.findall(rest, start)]
         return rest, [piece for piece in pieces if piece]
 
     def append(self, record: bytes) -> int:
