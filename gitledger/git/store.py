@@ -100,6 +100,11 @@ _FSYNC_ALL = ("all", "committed", "reference")
 _HEX = re.compile(r"[0-9a-f]+")
 
 
+def _commit_tree(commit: bytes) -> str:
+    """The tree id of a commit object's content (its first line: ``tree <id>``)."""
+    return commit[5 : commit.index(b"\n")].decode()
+
+
 def _restore(ref: str, commit: str = "<commit>") -> str:
     """How to put a damaged ledger ref back (never through a symbolic ref to a branch)."""
     return f"restore it with 'git update-ref --no-deref {ref} {commit}'"
@@ -214,7 +219,7 @@ class GitStore:
             found = self._reader.read(oid) if _HEX.fullmatch(oid) else None
             if found is None or found[0] != "commit":
                 return False
-            return self.trees.foreign_entry(found[1][5 : found[1].index(b"\n")].decode()) is None
+            return self.trees.foreign_entry(_commit_tree(found[1])) is None
         except (GitError, CorruptLedgerError, DamagedObjectFileError, ValueError):
             return False
 
@@ -238,7 +243,7 @@ class GitStore:
         if kind != "commit":
             hint = f"{_restore(ref)} (see 'git reflog {ref}')"
             raise CorruptLedgerError(f"{ref} points at a {kind}, not a commit; {hint}")
-        tree = data[5 : data.index(b"\n")].decode()
+        tree = _commit_tree(data)
         foreign = self.trees.foreign_entry(tree)
         if foreign is not None:
             raise CorruptLedgerError(

@@ -30,6 +30,7 @@ from typing import Any
 from gitledger.core.errors import GitledgerError, UsageError
 
 MARK = "gitledger agent-hook"
+_KEEP = "fix it first, gitledger does not overwrite it"  # what a settings file it cannot merge needs
 CLAUDE_IFS = (
     "Bash(gh pr create *)",
     "Bash(gh pr comment *)",
@@ -181,18 +182,17 @@ def plan_install(
     agent: str, path: Path, uninstall: bool = False, command: str = "gitledger", *, fail_closed: bool = False
 ) -> InstallPlan:
     before = _read(path)
-    keep = "fix it first, gitledger does not overwrite it"
     try:
         current = json.loads(before) if before and before.strip() else {}
     except ValueError as exc:
-        raise UsageError(f"{path} is not valid JSON ({exc}); {keep}") from exc
+        raise UsageError(f"{path} is not valid JSON ({exc}); {_KEEP}") from exc
     except RecursionError as exc:
-        raise UsageError(f"{path} nests JSON too deeply to be a settings file; {keep}") from exc
+        raise UsageError(f"{path} nests JSON too deeply to be a settings file; {_KEEP}") from exc
     if not isinstance(current, dict):
-        raise UsageError(f"{path} does not hold a JSON object; {keep}")
+        raise UsageError(f"{path} does not hold a JSON object; {_KEEP}")
     problem = None if uninstall else _shape_problem(current, hook_entries(agent))
     if problem:
-        raise UsageError(f"{path}: {problem}; {keep}")
+        raise UsageError(f"{path}: {problem}; {_KEEP}")
     new = strip(current) if uninstall else merge(current, agent, command, fail_closed=fail_closed)
     after = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     flag = json.dumps({"hooks": hook_entries(agent, command, fail_closed=fail_closed)}, separators=(",", ":"))
@@ -210,9 +210,7 @@ def _read(path: Path) -> str | None:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"{path} is not UTF-8 text (byte {exc.start}); fix it first, gitledger does not overwrite it"
-        ) from exc
+        raise UsageError(f"{path} is not UTF-8 text (byte {exc.start}); {_KEEP}") from exc
 
 
 def _shape_problem(settings: dict[str, Any], entries: Mapping[str, object]) -> str | None:
