@@ -13,6 +13,7 @@ from gitledger.core.errors import UsageError
 from gitledger.core.keys import StepKey
 from gitledger.core.store import Intent
 from gitledger.git.objects import hash_object
+from gitledger.git.records import state_of
 from gitledger.git.repo import GitRepo
 from gitledger.git.store import INTENTS_REF, NOTES_REF, GitStore
 from testing.repos import git, init_repo, ledger_lock_held, run_gitledger, run_json
@@ -46,6 +47,25 @@ def test_people_can_read_the_ledger_with_git(repo: Path):
     log = git("log", "--format=%B", NOTES_REF, cwd=repo)
     assert log.splitlines()[0] == "gitledger: 2 events" and "attempting" in log and "done" in log
     assert git("fsck", "--no-progress", "--strict", cwd=repo) == ""
+
+
+@pytest.mark.parametrize(
+    ("line", "state"),
+    [
+        (b'{"at":"x","owner":{"pid":1,"session":"s"},"state":"attempting","step":"s","v":1}', "attempting"),
+        (b'{"owner":{"state":"nested"},"state":"done"}', "done"),  # two fields: parsed
+        (b'{"result":{"state":"nested"},"v":1}', "event"),  # only a nested one
+        (b'{"checks":["command:x {"],"state":"done"}', "done"),  # a brace in a string: parsed
+        (b'{"state":"done"', "damaged"),  # not a whole object
+        (b'{"state":7}', "event"),
+        (b"#damaged-journal-line 0badc0de k {...}", "damaged"),
+        (b'["state"]', "damaged"),  # not an object
+    ],
+)
+def test_a_folds_message_names_each_events_state(line: bytes, state: str):
+    """What a fold's commit message says of each event: read without parsing where the line is as
+    gitledger writes it, parsed otherwise, with the same answer."""
+    assert state_of(line) == state
 
 
 def test_user_state_is_never_touched(repo: Path):
