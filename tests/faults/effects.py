@@ -159,38 +159,46 @@ class Reality:
         raise KeyError(kind)
 
 
-def processes_with(marker: str) -> list[int]:
-    """Pids of live processes whose environment holds ``marker`` (e.g. ``CASE=<uuid>``)."""
+def processes_with(marker: str, session: int = 0) -> list[int]:
+    """Pids of live processes whose environment holds ``marker`` (e.g. ``CASE=<uuid>``) or that are in
+    ``session`` (when not 0). A process in the middle of an ``execve`` (the ``sh`` of an effect
+    starting ``mkdir``) can show an empty environment before the new program's is set up; its session
+    holds through the ``execve``."""
     needle = marker.encode() + b"\0"
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()  # state, ppid, process group, session, ...
+            if fields[0] in (b"Z", b"X"):
+                continue
+            if session and int(fields[3]) == session:
+                pids.append(int(entry))
+                continue
             with open(f"/proc/{entry}/environ", "rb") as fh:
                 env = fh.read() + b"\0"
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                state = fh.read().rsplit(b")", 1)[1].split()[0]
         except OSError:
             continue
-        if state not in (b"Z", b"X") and (b"\0" + needle in b"\0" + env):
+        if b"\0" + needle in b"\0" + env:
             pids.append(int(entry))
     return pids
 
 
-def wait_for_no_process_with(marker: str, timeout: float = 30.0) -> None:
+def wait_for_no_process_with(marker: str, session: int = 0, timeout: float = 30.0) -> None:
     """Wait until no process started for this case is left (orphans of a killed run): two scans
-    0.1 s apart that find none. One may not be enough: a process in the middle of an ``execve`` (the
-    ``sh`` of an effect starting ``mkdir``) can show an empty environment before the new program's
-    is set up. A soak run under extra load once counted the effects of a killed run too early: the
-    rerun then found an effect the count had not seen."""
+    0.1 s apart that find none, by environment and by ``session`` (:func:`processes_with`). By the
+    environment alone a soak run under extra load once counted the effects of a killed run too early
+    (a process in an ``execve`` in both scans): the rerun then found an effect the count had not
+    seen."""
     deadline = time.monotonic() + timeout
     clean = 0
     while clean < 2:
-        if processes_with(marker):
+        if processes_with(marker, session):
             clean = 0
             if time.monotonic() > deadline:
-                raise AssertionError(f"processes with {marker} still running: {processes_with(marker)}")
+                raise AssertionError(f"still running for {marker}: {processes_with(marker, session)}")
             time.sleep(0.02)
         else:
             clean += 1

@@ -62,6 +62,7 @@ class Workbench:
     github: Any = None
     marker: str = field(default_factory=lambda: f"GITLEDGER_FAULTS_CASE={uuid.uuid4().hex}")
     effect_prefix: str = ""  # e.g. "sleep 0.05; " to widen the window other workers see
+    session: int = 0  # the session of the last gitledger run (gitledger_raw)
 
     def __post_init__(self) -> None:
         self.repo = init_repo(self.root / "repo")
@@ -114,10 +115,24 @@ class Workbench:
         return self.gitledger_raw(gitledger_argv(*args))
 
     def gitledger_raw(self, argv: list[str], fault: str | None = None) -> Run:
-        proc = subprocess.run(
-            argv, cwd=self.repo, env=self.env(fault), capture_output=True, text=True, timeout=180, check=False
-        )
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+        """Run gitledger in a session of its own (its id is kept in :attr:`session`): every process it
+        starts is in it, from fork on, exec included (see ``effects.processes_with``)."""
+        with subprocess.Popen(
+            argv,
+            cwd=self.repo,
+            env=self.env(fault),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        ) as proc:
+            self.session = proc.pid
+            try:
+                out, err = proc.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                raise
+        return Run(proc.returncode, out, err)
 
     def step(self, kind: str, task: str = TASK) -> StepKey:
         return StepKey.derive(task, kind)

@@ -67,7 +67,7 @@ def test_crash_then_rerun_gives_exactly_one_effect_and_loses_no_event(
     crashed = bench.run_step(spec, fault=fault, wait=wait)
     assert crashed.returncode == -signal.SIGKILL, (crashed.returncode, crashed.stderr)
     TALLY.add("matrix.crashes")
-    wait_for_no_process_with(bench.marker)
+    wait_for_no_process_with(bench.marker, bench.session)
     before = bench.effects(kind)
     expected_before = EFFECTS_AFTER_CRASH[point]
     if expected_before is None:
