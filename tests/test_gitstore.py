@@ -224,6 +224,39 @@ def test_a_ledger_ref_pointed_at_a_project_commit_is_refused(repo: Path, shape: 
     assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
 
 
+@pytest.mark.parametrize("moved", [NOTES_REF, INTENTS_REF])
+def test_a_ledger_ref_pointed_at_the_other_ledger_refs_commit_is_refused(repo: Path, moved: str):
+    """The notes and the intents are trees of one shape: a ledger ref pointed at the other's commit
+    read as a ledger with no entries (done steps ran again; 'list' showed nothing). Their notes are
+    told apart by how they are named: by the object id they annotate (notes) or by a key digest
+    (intents). A step's own lookup never reads the intents: it is skipped either way."""
+    record(repo)
+    assert run_json("flush", cwd=repo) == {"folded": 2}
+    record(repo, step="later")
+    before = git("rev-parse", moved, cwd=repo)
+    other = git("rev-parse", INTENTS_REF if moved == NOTES_REF else NOTES_REF, cwd=repo)
+    git("update-ref", moved, other, cwd=repo)
+    marker = repo.parent / "ran"
+    named_by = "an object id" if moved == INTENTS_REF else "a key digest"
+    procs = [run_gitledger("flush", cwd=repo), run_gitledger("list", cwd=repo)]
+    if moved == NOTES_REF:
+        procs.append(_ran_again(repo, marker))
+    else:
+        assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped"
+    for proc in procs:
+        assert proc.returncode == 1, proc
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert f"{moved} points at commit {other}, which is not a gitledger ledger" in proc.stderr
+        assert f"(its entries are named by {named_by}, as the " in proc.stderr
+        # git keeps no reflog of refs/gitledger/*: the hint is the general one there
+        hint = f"{before}' (its last good value" if moved == NOTES_REF else "<commit>' (see 'git reflog"
+        assert f"git update-ref --no-deref {moved} {hint}" in proc.stderr
+    assert not marker.exists()
+    git("update-ref", moved, before, cwd=repo)
+    assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
+    assert len(run_json("list", "--json", cwd=repo)) == 2
+
+
 def test_ref_updates_never_go_through_a_symbolic_ref(repo: Path):
     """The last guard, for a ref made symbolic between a read and a write: the fresh ``update-ref``
     replaces the symbolic ref (its old value still checked) and leaves the branch it named alone."""

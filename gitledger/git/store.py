@@ -61,14 +61,7 @@ from gitledger.git.objects import (
     uses_files_backend,
     write_pack,
 )
-from gitledger.git.records import (
-    intent_bytes,
-    merge_note,
-    parse_intent,
-    state_of,
-    stored_line,
-    with_key,
-)
+from gitledger.git.records import intent_bytes, merge_note, parse_intent, state_of, stored_line, with_key
 from gitledger.git.refupdate import update_refs_fresh
 from gitledger.git.repo import FOLD_LOCK, GitRepo
 from gitledger.git.trees import Trees
@@ -152,7 +145,7 @@ class GitStore:
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
         self._intents: dict[Intent, tuple[str, bytes]] = {}  # intent -> (blob id, record, no newline)
-        self._tips: dict[str, Tip] = {}  # commit id -> its tip (a commit's tree never changes)
+        self._tips: dict[tuple[str, bool], Tip] = {}  # (commit id, notes) -> its tip (trees never change)
         self._notes: dict[tuple[str | None, str], tuple[str | None, bytes | None, bool]] = {}
         self._loose_refs = {ref: LooseRef(repo.common_dir, ref, self._hex_len) for ref in LEDGER_REFS}
         self._gc_at = AUTO_GC_PACKS  # ask git to pack when there are more packs than this
@@ -210,28 +203,32 @@ class GitStore:
         except (OSError, IndexError):
             values = []
         for value in reversed(values):
-            if self._is_ledger_commit(value):
+            if self._is_ledger_commit(value, ref):
                 return f"{_restore(ref, value)} (its last good value in 'git reflog {ref}')"
         return f"{_restore(ref)} (see 'git reflog {ref}') or fetch it from a clone"
 
-    def _is_ledger_commit(self, oid: str) -> bool:
+    def _is_ledger_commit(self, oid: str, ref: str) -> bool:
         try:
             found = self._reader.read(oid) if _HEX.fullmatch(oid) else None
             if found is None or found[0] != "commit":
                 return False
-            return self.trees.foreign_entry(_commit_tree(found[1])) is None
+            return self.trees.foreign_entry(_commit_tree(found[1]), not ref.endswith("/intents")) is None
         except (GitError, CorruptLedgerError, DamagedObjectFileError, ValueError):
             return False
 
-    def tip(self, ref: str) -> Tip:
-        """The commit and tree a ledger ref (or a commit id) points at."""
+    def tip(self, ref: str, notes: bool | None = None) -> Tip:
+        """The commit and tree a ledger ref (or a commit id) points at. ``notes``: whether it is a
+        notes commit or an intents one; None: from the ref's name (intents: the intents ref, or a
+        copy of it, whose name ends in ``/intents``)."""
+        if notes is None:
+            notes = not ref.endswith("/intents")
         if len(ref) == self._hex_len and _HEX.fullmatch(ref):
             oid: str | None = ref
         else:
             oid = self._ref(ref)
         if oid is None:
             return Tip(None, None)
-        known = self._tips.get(oid)
+        known = self._tips.get((oid, notes))
         if known is not None:
             return known
         found = self.read(oid)
@@ -244,7 +241,7 @@ class GitStore:
             hint = f"{_restore(ref)} (see 'git reflog {ref}')"
             raise CorruptLedgerError(f"{ref} points at a {kind}, not a commit; {hint}")
         tree = _commit_tree(data)
-        foreign = self.trees.foreign_entry(tree)
+        foreign = self.trees.foreign_entry(tree, notes)
         if foreign is not None:
             raise CorruptLedgerError(
                 f"{ref} points at commit {oid}, which is not a gitledger ledger ({foreign}); "
@@ -252,7 +249,7 @@ class GitStore:
             )
         if len(self._tips) > 64:
             self._tips.clear()
-        tip = self._tips[oid] = Tip(oid, tree)
+        tip = self._tips[(oid, notes)] = Tip(oid, tree)
         return tip
 
     def intent_oid(self, intent: Intent) -> str:

@@ -340,7 +340,7 @@ class LedgerSync:
                 return left
 
             merger = TreeMerger(self.store, keep_ours)
-        tree = merger.merge(local.tree, self.store.tip(remote).tree)
+        tree = merger.merge(local.tree, self.store.tip(remote, ref == NOTES_REF).tree)
         if ref == NOTES_REF:
             report.notes_merged += merger.blobs_merged
         report.local[ref] = "merged"

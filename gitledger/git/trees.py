@@ -138,7 +138,7 @@ class Trees:
             tree = sub[1]
         return None
 
-    def foreign_entry(self, tree: str) -> str | None:
+    def foreign_entry(self, tree: str, notes: bool = True) -> str | None:
         """Why ``tree`` cannot be a ledger's root (e.g. "its tree holds 'README'"), or None.
 
         A ledger's tree holds fan-out levels (two hex digits) down to notes named by hex ids (``git
@@ -146,7 +146,11 @@ class Trees:
         branch by hand) has other names somewhere on the way down, and read as a ledger it looked
         empty: done steps ran again. So the first path down is walked (a few cached reads, once per
         tip) until a note: each level must hold an entry of a ledger (a stray file beside them is
-        ignored, as lookups ignore it). A damaged level ends the walk: lookups report it there."""
+        ignored, as lookups ignore it). A damaged level ends the walk: lookups report it there.
+
+        ``notes``: the tree of the notes ref, whose notes are named by the object ids they annotate
+        (all their hex digits); else the intents ref's, named by key digests (fewer). Each ledger ref
+        pointed at the other's commit read as an empty ledger too."""
         where, named = "its tree", 0  # hex digits of the names on the way down
         for depth in range(_MAX_DEPTH):
             try:
@@ -168,8 +172,14 @@ class Trees:
                 if _HEX_NAME.fullmatch(name)
                 and (len(name) == 2 if mode == TREE else mode in _NOTE_MODES and named + len(name) >= _MIN_ID)
             )
-            if any(mode != TREE for _, mode, _ in ledger):
-                return None  # a note
+            leaf = next((name for name, mode, _ in ledger if mode != TREE), None)
+            if leaf is not None:  # a note: named as this ref's notes are?
+                digits, full = named + len(leaf), self._oid_len * 2
+                if notes == (digits == full):
+                    return None
+                named_by = "an object id" if digits == full else "a key digest"
+                other = "intents" if notes else "notes"
+                return f"its entries are named by {named_by}, as the {other} ref's are"
             if not ledger:
                 return f"{where} holds {min(entries)!r}" if entries else f"{where} is empty"
             name, _, tree = ledger[0]
