@@ -113,8 +113,18 @@ def _one_line(stderr: str) -> str:
         (b'{"hooks": {"Stop": "x"}}', '"hooks"."Stop" is not a JSON array'),
         (b'\xff\xfe{"model": "x"}', "is not UTF-8 text"),
         (b'{"a": ' * 100_000 + b"1" + b"}" * 100_000, "nests JSON too deeply"),
+        (b'{"model": "a", "env": {"X": "1", "X": "2"}}', 'gives the key "X" twice in one object'),
+        (b'{"hooks": {}, "hooks": {"Stop": []}}', 'gives the key "hooks" twice in one object'),
     ],
-    ids=["hooks-not-object", "event-not-array", "stop-not-array", "not-utf8", "deep-nesting"],
+    ids=[
+        "hooks-not-object",
+        "event-not-array",
+        "stop-not-array",
+        "not-utf8",
+        "deep-nesting",
+        "twice",
+        "hooks-twice",
+    ],
 )
 def test_install_refuses_settings_it_cannot_merge_and_leaves_them(
     tmp_path: Path, content: bytes, problem: str

@@ -183,7 +183,10 @@ def plan_install(
 ) -> InstallPlan:
     before = _read(path)
     try:
-        current = json.loads(before) if before and before.strip() else {}
+        current = json.loads(before, object_pairs_hook=_object) if before and before.strip() else {}
+    except _TwiceError as exc:
+        name = json.dumps(exc.args[0], ensure_ascii=False)
+        raise UsageError(f"{path} gives the key {name} twice in one object; {_KEEP}") from exc
     except ValueError as exc:
         raise UsageError(f"{path} is not valid JSON ({exc}); {_KEEP}") from exc
     except RecursionError as exc:
@@ -197,6 +200,21 @@ def plan_install(
     after = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     flag = json.dumps({"hooks": hook_entries(agent, command, fail_closed=fail_closed)}, separators=(",", ":"))
     return InstallPlan(path, before, after, flag)
+
+
+class _TwiceError(ValueError):
+    """A key given twice in one object of a settings file (``args[0]``)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object of a settings file. A key given twice is refused: JSON readers keep one of the
+    values, so writing the file back would drop the other without a word."""
+    found: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in found:
+            raise _TwiceError(name)
+        found[name] = value
+    return found
 
 
 def _read(path: Path) -> str | None:
