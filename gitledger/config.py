@@ -471,6 +471,10 @@ _TEMPLATE_FIELD = re.compile(r"\{([^{}]*)\}")
 _FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
 
+# what YAML reads that JSON (the MCP call a template is sent in) has no value for
+_NOT_JSON = {"date": "a date", "datetime": "a date and time", "bytes": "binary data", "set": "a set"}
+
+
 def _template(r: _Reader, node: Any, where: str) -> Any:
     """A JSON value whose strings may hold ``{field.path}`` placeholders (checked here)."""
     value = _plain(r, node, where)
@@ -484,10 +488,15 @@ def _template(r: _Reader, node: Any, where: str) -> Any:
                     )
         elif isinstance(v, dict):
             for k, item in v.items():
+                if not isinstance(k, str):
+                    raise r.fail(node, f"{at}: the key {k!r} is not text; quote it")
                 check(item, f"{at}.{k}")
         elif isinstance(v, list):
             for i, item in enumerate(v):
                 check(item, f"{at}[{i}]")
+        elif not isinstance(v, int | float | bool) and v is not None:  # a date, !!binary, !!set...
+            what = _NOT_JSON.get(type(v).__name__, type(v).__name__)
+            raise r.fail(node, f"{at} reads as {what}, which JSON has no value for; quote it to make it text")
 
     check(value, where)
     return value

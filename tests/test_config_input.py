@@ -125,6 +125,25 @@ def test_deep_nesting_alias_loops_and_alias_bombs_are_one_line_promptly(
     refused_by_list_and_run_step(repo, text, expect)
 
 
+@pytest.mark.parametrize(
+    "result,expect",
+    [
+        ("{since: 2024-01-01}", "find.result.since reads as a date, which JSON has no value for; quote it"),
+        ("[1, !!binary aGk=]", "find.result[1] reads as binary data, which JSON has no value for"),
+        ("{a: !!set {x: null}}", "find.result.a reads as a set, which JSON has no value for"),
+        ("{at: 2024-01-01 10:00:00}", "find.result.at reads as a date and time"),
+        ("{1: one}", "find.result: the key 1 is not text; quote it"),
+        ("{2024-01-01: x}", "the key datetime.date(2024, 1, 1) is not text"),
+    ],
+    ids=["date", "binary", "set", "datetime", "number-key", "date-key"],
+)
+def test_a_template_value_json_cannot_hold_is_one_line(repo: Path, result: str, expect: str) -> None:
+    """A template is sent to the MCP server as JSON: a value YAML reads as something JSON has no
+    value for (an unquoted date, ``!!binary``, ``!!set``, a key that is not text) is refused when
+    the file is read, with where it is and what to do."""
+    refused_by_list_and_run_step(repo, find_result(result), expect)
+
+
 def test_aliases_within_the_limits_still_work(repo: Path) -> None:
     shared = "{tool: list_things, match: {title: '{title}'}, result: &r {id: '{id}', tags: [a, b]}}"
     text = (
