@@ -365,6 +365,20 @@ def test_agent_closing_stdin_stops_the_upstream_and_exits_0(world: World) -> Non
     assert world.stderr.read_text() == ""
 
 
+@pytest.mark.parametrize("code", [4, -signal.SIGKILL])
+def test_an_upstream_that_fails_as_the_agent_closes_stdin_makes_the_proxy_exit_1(
+    world: World, code: int
+) -> None:
+    """The agent's end of the session and the upstream's failure at the same moment: the proxy saw the
+    agent's end first and exited 0, as if all were well. The upstream's exit status decides."""
+    die = f"sys.exit({code})" if code > 0 else f"os.kill(os.getpid(), {-code})"
+    raw = world.raw(upstream=[sys.executable, "-c", f"import os, sys; sys.stdin.read(); {die}"])
+    assert raw.close() == 1
+    err = world.stderr.read_text()
+    what = f"exit code {code}" if code > 0 else f"killed by signal {-code}"
+    assert err.count("\n") == 1 and f"upstream MCP server exited ({what})" in err, err
+
+
 def test_tool_list_change_refreshes_what_is_guarded(world: World) -> None:
     changed = anyio.Event()
 

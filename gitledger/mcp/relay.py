@@ -205,7 +205,8 @@ class Relay:
     # -- lifecycle ---------------------------------------------------------------------------------
 
     def serve(self) -> int:
-        """Relay until the agent closes stdin (0) or the upstream goes away or cannot start (1)."""
+        """Relay until the agent closes stdin (0, or 1 when the upstream then exits with a failure) or
+        the upstream goes away or cannot start (1)."""
         try:
             self.proc = subprocess.Popen(
                 self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
@@ -222,9 +223,10 @@ class Relay:
             self.finished.wait()
             self._join_workers(WORKER_GRACE)  # guarded calls in flight finish and are recorded
             if self.reason == "eof":
-                self._close_child()
+                failed = self._close_child()
                 reader.join(timeout=2.0)  # the upstream's last lines reach the agent
-                return 0
+                if not failed:
+                    return 0
             _say(f"gitledger: the upstream MCP server exited ({self._exit_status()}); the proxy stops")
             return 1
         finally:
@@ -272,7 +274,10 @@ class Relay:
         for worker in workers:
             worker.join(timeout=seconds / max(len(workers), 1))
 
-    def _close_child(self) -> None:
+    def _close_child(self) -> bool:
+        """Close the upstream's stdin and let it exit; whether it failed (an exit status other than 0:
+        it may have died on its own as the agent closed stdin, and the agent is told by the exit
+        status). One that does not exit in :data:`CHILD_GRACE` is terminated, which is no failure."""
         self.closing = True
         proc = self.proc
         assert proc is not None and proc.stdin is not None
@@ -280,9 +285,10 @@ class Relay:
             self.upstream.broken = True
             proc.stdin.close()
         try:
-            proc.wait(timeout=CHILD_GRACE)
+            return proc.wait(timeout=CHILD_GRACE) != 0
         except subprocess.TimeoutExpired:
             proc.terminate()
+            return False
 
     def _exit_status(self) -> str:
         assert self.proc is not None
