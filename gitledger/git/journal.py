@@ -69,7 +69,7 @@ from gitledger.git.journal_io import (
     write_at,
     zeros_from,
 )
-from gitledger.git.repo import current_pid, lock_holders, lock_timeout, take_flock
+from gitledger.git.repo import current_pid, held_for, lock_holders, lock_timeout, take_flock
 
 _KEY = re.compile(rb"[A-Za-z0-9._:-]{1,200}")
 _NONZERO = re.compile(rb"[^\0]+")
@@ -540,8 +540,7 @@ class Journal:
         """Take the journal's ``flock``: held for two system calls, so a wait longer than the lock
         timeout (``GITLEDGER_LOCK_TIMEOUT``, default 60 s) means its holder is stopped in them."""
         if not take_flock(fd, fcntl.LOCK_EX):
-            waited = lock_timeout(None)
-            held = f"has been locked for {waited:g} s" if waited > 0 else "is locked"
+            held = held_for(lock_timeout(None))
             raise GitError(
                 f"the ledger journal {self.path} {held} by {lock_holders(fd)}, stopped in its write "
                 "(Ctrl-Z, SIGSTOP); resume or end it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"

@@ -428,12 +428,12 @@ class GitRepo:
         fd, _, in_process = self._lock_fd(name)
         if not in_process.acquire(blocking=False) and not in_process.acquire(timeout=lock_timeout(timeout)):
             timeout = lock_timeout(reported if reported is not None else timeout)
-            raise GitError(f"the ledger lock {self.common_dir / name} {_held_for(timeout)} by another thread")
+            raise GitError(f"the ledger lock {self.common_dir / name} {held_for(timeout)} by another thread")
         try:
             if not take_flock(fd, fcntl.LOCK_EX, timeout):
                 timeout = lock_timeout(reported if reported is not None else timeout)
                 raise GitError(
-                    f"the ledger lock {self.common_dir / name} {_held_for(timeout)} by "
+                    f"the ledger lock {self.common_dir / name} {held_for(timeout)} by "
                     f"{lock_holders(fd)}; if that process is stopped (Ctrl-Z, SIGSTOP), resume or end "
                     "it, then try again (GITLEDGER_LOCK_TIMEOUT sets the wait)"
                 )
@@ -625,7 +625,7 @@ def lock_timeout(timeout: float | None) -> float:
     return seconds
 
 
-def _held_for(timeout: float) -> str:
+def held_for(timeout: float) -> str:
     """How long a lock that was not taken has been held, as a message says it."""
     return f"has been held for {timeout:g} s" if timeout > 0 else "is held"
 
