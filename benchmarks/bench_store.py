@@ -140,7 +140,7 @@ else:
         from gitledger.git import GitRepo
         from gitledger.gitstore import GitStore
     durability = engine.split("-")[1] if "-" in engine else None
-    repo = GitRepo.discover(path)
+    repo = GitRepo.discover(path + f"/w{wid}" if engine.endswith("-apart") else path)
     store = GitStore(repo, durability) if durability else GitStore(repo)
 runner = StepRunner(store)
 checks = [LedgerCheck()]
@@ -253,7 +253,8 @@ def writers(
     """steps/s of ``n`` concurrent writer processes per engine, interleaved: round by round, for each
     writer count, every engine in a rotating order (the previous engine too, with ``--baseline``, and
     the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``)."""
-    engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full"]
+    # gitledger-fsync-apart: each writer on a ledger of its own, nothing shared: what the machine allows
+    engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full", "gitledger-fsync-apart"]
     if baseline is not None:  # an engine before the durability setting is measured once, as it is
         engines += ["previous-fsync", "previous-none"] if has_durability(baseline) else ["previous"]
     if with_peers:
@@ -291,8 +292,12 @@ def _store_writers(
         # a connection open through the run keeps the log the writers reuse in place
         keeper = SqliteStore(path)
         keeper.reuse_wal()
+    elif engine.endswith("-apart"):  # one repository per writer, w0 ... (the writer adds /w<id>)
+        path = work / f"w-{engine}-{n}-{runs}"
+        ledgers = [init_repo(path / f"w{w}") for w in range(n)]
     else:
         path = init_repo(work / f"w-{engine}-{n}-{runs}")
+        ledgers = [path]
     tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
     flags = ["-S"] if engine.startswith("previous") else []
     wall = _run_writers(work, WRITER, engine, str(path), n, per_writer, tree, flags)
@@ -301,14 +306,17 @@ def _store_writers(
         keeper.close()
         return wall, count
     # counted by this checkout's reader (it reads the previous engine's ledgers too)
-    listed = subprocess.run(
-        [PY, "-m", "gitledger", "list", "--json"],
-        cwd=path,
-        env=bench_env({"PYTHONPATH": str(ROOT)}),
-        capture_output=True,
-        check=True,
-    )
-    return wall, len(json.loads(listed.stdout))
+    count = 0
+    for ledger in ledgers:
+        listed = subprocess.run(
+            [PY, "-m", "gitledger", "list", "--json"],
+            cwd=ledger,
+            env=bench_env({"PYTHONPATH": str(ROOT)}),
+            capture_output=True,
+            check=True,
+        )
+        count += len(json.loads(listed.stdout))
+    return wall, count
 
 
 def _run_writers(

@@ -232,7 +232,9 @@ def render_store(store: dict[str, Any]) -> list[str]:
             f"Writer processes on one ledger, {store.get('per_writer', '?')} fresh steps each on their own "
             f"keys, started together; steps/s over the group's wall time, median of "
             f"{store.get('writer_rounds', '?')} interleaved rounds; *lost*: steps missing from the ledger "
-            "afterwards (all rounds).\n"
+            "afterwards (all rounds). `gitledger-fsync-apart` is the ceiling the machine sets: each "
+            "writer on a ledger of its own, sharing nothing (not a way to run gitledger: one task's steps "
+            "share a ledger).\n"
         )
         add(
             "| engine, steps/s | "

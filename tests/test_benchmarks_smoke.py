@@ -120,6 +120,9 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
         for n in (1, 2):
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
+    for n in (1, 2):  # the machine's ceiling: each writer on a ledger of its own, all counted
+        assert store["writers"][f"gitledger-fsync-apart@{n}"]["lost"] == 0
+    assert "| gitledger-fsync-apart |" in report
     assert store["growth"]["entries"] == 5 and _finite(store["growth"]["bytes_per_entry_after_gc"])
     large = store["growth_large"]  # the same steps into a ledger that held entries before
     assert (large["entries"], large["ledger_before"]) == (5, 50) and _finite(large["bytes_per_entry_written"])
