@@ -11,7 +11,14 @@ Counts come from reality, not from the ledger:
   branch already existed (the command logs that first) — that would be a duplicate attempt;
 - ``trailer``: distinct commits carrying ``Gitledger-Key: <key>`` reachable from any branch (each effect
   puts its commit on a branch of its own, so a second effect would be visible as a second commit);
-- ``file``, ``cmd``, ``ledger``: lines appended to the key's effect file (one ``echo >>`` per effect);
+- ``file``: the checked file exists (0/1: it appears whole, by a hard link of a file written before),
+  plus every time the command *started* while it already existed (logged first, as for ``branch``);
+- ``cmd``, ``ledger``: lines appended to the key's effect file (one ``echo >>`` per effect).
+
+An effect killed half-way must be no effect to the check as well as to the count: ``echo x >> f``
+creates ``f`` before it writes the line, and a kill between the two left an empty file that the
+count saw as no effect and a check for the file's existence as one (the racy crash variant then
+failed now and then). So ``file`` appears whole and ``cmd``'s check asks for a line (``test -s``);
 - ``github-pr``: pull requests on the fake GitHub whose body carries the key's marker;
 - ``github-comment``: comments on the issue whose body carries the key's marker.
 """
@@ -33,7 +40,7 @@ FX = "$FX_DIR"  # a directory outside the repository for effect files
 
 STEP_CONFIG = {
     # reconcile takes cmd: checks from .gitledger.yml only, so the cmd kind's check lives there
-    "cmd": ['cmd:test -e "$FX_DIR/cmd/$GITLEDGER_KEY" && echo "cmd/$GITLEDGER_KEY" || exit 1'],
+    "cmd": ['cmd:test -s "$FX_DIR/cmd/$GITLEDGER_KEY" && echo "cmd/$GITLEDGER_KEY" || exit 1'],
 }
 
 
@@ -68,7 +75,14 @@ KINDS: dict[str, Kind] = {
         ("trailer",),
         TRAILER_EFFECT,
     ),
-    "file": Kind("file", ("file:out/{key}",), 'mkdir -p out && echo x >> "out/$GITLEDGER_KEY"'),
+    "file": Kind(
+        "file",
+        ("file:out/{key}",),
+        'mkdir -p out && if [ -e "out/$GITLEDGER_KEY" ]; then '
+        f'echo dup >> "{FX}/file-dup/$GITLEDGER_KEY"; fi; '
+        f'echo x > "{FX}/file-tmp/$GITLEDGER_KEY.$$" && '
+        f'exec ln "{FX}/file-tmp/$GITLEDGER_KEY.$$" "out/$GITLEDGER_KEY"',
+    ),
     "cmd": Kind("cmd", (), f'echo x >> "{FX}/cmd/$GITLEDGER_KEY"'),
     "github-pr": Kind(
         "github-pr",
@@ -87,7 +101,7 @@ LOCAL_KINDS = [k for k, v in KINDS.items() if not v.github]
 
 
 def fx_dirs(fx: Path) -> None:
-    for sub in ("ledger", "branch-dup", "cmd"):
+    for sub in ("ledger", "branch-dup", "cmd", "file-dup", "file-tmp"):
         (fx / sub).mkdir(parents=True, exist_ok=True)
 
 
@@ -147,7 +161,7 @@ class Reality:
             found = trailer_commits(self.repo)
             return {k: found.get(k, 0) for k, _b in keys}
         if kind == "file":
-            return {k: lines(self.repo / "out" / k) for k, _b in keys}
+            return {k: (self.repo / "out" / k).exists() + lines(self.fx / "file-dup" / k) for k, _b in keys}
         if kind in ("cmd", "ledger"):
             return {k: lines(self.fx / kind / k) for k, _b in keys}
         if kind == "github-pr":
@@ -188,10 +202,8 @@ def processes_with(marker: str, session: int = 0) -> list[int]:
 
 def wait_for_no_process_with(marker: str, session: int = 0, timeout: float = 30.0) -> None:
     """Wait until no process started for this case is left (orphans of a killed run): two scans
-    0.1 s apart that find none, by environment and by ``session`` (:func:`processes_with`). By the
-    environment alone a soak run under extra load once counted the effects of a killed run too early
-    (a process in an ``execve`` in both scans): the rerun then found an effect the count had not
-    seen."""
+    0.1 s apart that find none, by environment and by ``session`` (:func:`processes_with`; the
+    environment reads empty for a moment in an ``execve``, the session does not)."""
     deadline = time.monotonic() + timeout
     clean = 0
     while clean < 2:
