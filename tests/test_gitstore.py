@@ -165,8 +165,8 @@ def test_a_ledger_ref_made_symbolic_by_hand_is_refused_and_never_written_through
     ]:
         assert proc.returncode == 1, proc
         assert proc.stderr.count("\n") == 1 and "a symbolic ref (to refs/heads/main)" in proc.stderr
-        # the way back: from the reflog (git keeps one for refs/notes/, not for refs/gitledger/)
-        assert f"git update-ref --no-deref {ref} {before if ref == NOTES_REF else '<commit>'}" in proc.stderr
+        # the way back: from the reflog (gitledger keeps one for each ledger ref)
+        assert f"git update-ref --no-deref {ref} {before}' (its last good value" in proc.stderr
     assert not marker.exists() and git("rev-parse", "main", cwd=repo) == main
     git("update-ref", "--no-deref", ref, before, cwd=repo)  # what the message says to do
     assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()
@@ -248,9 +248,7 @@ def test_a_ledger_ref_pointed_at_the_other_ledger_refs_commit_is_refused(repo: P
         assert proc.stderr.count("\n") == 1, proc.stderr
         assert f"{moved} points at commit {other}, which is not a gitledger ledger" in proc.stderr
         assert f"(its entries are named by {named_by}, as the " in proc.stderr
-        # git keeps no reflog of refs/gitledger/*: the hint is the general one there
-        hint = f"{before}' (its last good value" if moved == NOTES_REF else "<commit>' (see 'git reflog"
-        assert f"git update-ref --no-deref {moved} {hint}" in proc.stderr
+        assert f"git update-ref --no-deref {moved} {before}' (its last good value" in proc.stderr
     assert not marker.exists()
     git("update-ref", moved, before, cwd=repo)
     assert json.loads(_ran_again(repo, marker).stdout)["status"] == "skipped" and not marker.exists()

@@ -37,7 +37,9 @@ def update_refs_fresh(
     args = ["git", f"--git-dir={repo.git_dir}"]
     if fsync:
         args += ["-c", f"core.fsync={fsync}"]
-    args += ["update-ref", "--stdin"]
+    # a reflog for each ledger ref, whatever core.logAllRefUpdates says (git keeps none for refs/gitledger/*
+    # by default): a damaged ref is put back from it (the store's repair hint names its last good value)
+    args += ["update-ref", "--create-reflog", "-m", "gitledger", "--stdin"]
     remaining = list(updates)
     for _ in range(4):
         proc = subprocess.Popen(
