@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from gitledger.core.errors import EXIT_USAGE, GitledgerError
-from gitledger.core.keys import MAX_NAME_LEN, has_control
+from gitledger.core.errors import EXIT_USAGE, GitledgerError, UsageError
+from gitledger.core.keys import MAX_NAME_LEN, require_printable
 
 USAGE = "usage: gitledger mcp-proxy [--profile NAME] [--task T] [--repo PATH] -- UPSTREAM_CMD [ARG...]"
 
@@ -41,7 +41,8 @@ _OPTIONS = {"--profile": "profile", "--task": "task", "--repo": "repo"}
 
 
 def parse(argv: Sequence[str]) -> dict[str, object]:
-    """The options and the upstream command; raises ValueError with a one-line reason."""
+    """The options and the upstream command; raises ValueError (UsageError for a control character)
+    with a one-line reason."""
     args = list(argv)
     if "--" not in args:
         raise ValueError("give the upstream MCP server after '--', e.g. -- github-mcp-server stdio")
@@ -67,8 +68,8 @@ def parse(argv: Sequence[str]) -> dict[str, object]:
             raise ValueError(f"{name} is given twice; give it once")
         if not value.strip():
             raise ValueError(f"{name} must not be empty")
-        if field != "repo" and has_control(value):  # (a path may hold anything but NUL)
-            raise ValueError(f"{name} {value!r} contains a control character; use printable text only")
+        if field != "repo":  # (a path may hold anything but NUL)
+            require_printable(value, name)
         if field == "task" and len(value) > MAX_NAME_LEN:  # else every guarded call fails on it
             raise ValueError(f"{name} is {len(value)} characters long; keep it under {MAX_NAME_LEN}")
         values[field] = value
@@ -83,7 +84,7 @@ def main(argv: Sequence[str]) -> int:
         return 0
     try:
         values = parse(args)
-    except ValueError as exc:
+    except (ValueError, UsageError) as exc:
         print(f"gitledger: mcp-proxy: {exc}", file=sys.stderr)
         return EXIT_USAGE
     from gitledger.features.proxy.setup import ProxyRequest

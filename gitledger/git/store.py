@@ -98,6 +98,11 @@ def _commit_tree(commit: bytes) -> str:
     return commit[5 : commit.index(b"\n")].decode()
 
 
+def _holds_notes(ref: str) -> bool:
+    """Whether ``ref`` holds notes: the intents ref and its copies (tracking refs) end in ``/intents``."""
+    return not ref.endswith("/intents")
+
+
 def _restore(ref: str, commit: str = "<commit>") -> str:
     """How to put a damaged ledger ref back (never through a symbolic ref to a branch)."""
     return f"restore it with 'git update-ref --no-deref {ref} {commit}'"
@@ -212,16 +217,14 @@ class GitStore:
             found = self._reader.read(oid) if _HEX.fullmatch(oid) else None
             if found is None or found[0] != "commit":
                 return False
-            return self.trees.foreign_entry(_commit_tree(found[1]), not ref.endswith("/intents")) is None
+            return self.trees.foreign_entry(_commit_tree(found[1]), _holds_notes(ref)) is None
         except (GitError, CorruptLedgerError, DamagedObjectFileError, ValueError):
             return False
 
     def tip(self, ref: str, notes: bool | None = None) -> Tip:
         """The commit and tree a ledger ref (or a commit id) points at. ``notes``: whether it is a
-        notes commit or an intents one; None: from the ref's name (intents: the intents ref, or a
-        copy of it, whose name ends in ``/intents``)."""
-        if notes is None:
-            notes = not ref.endswith("/intents")
+        notes commit or an intents one; None: from the ref's name (:func:`_holds_notes`)."""
+        notes = _holds_notes(ref) if notes is None else notes
         if len(ref) == self._hex_len and _HEX.fullmatch(ref):
             oid: str | None = ref
         else:
