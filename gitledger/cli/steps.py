@@ -96,7 +96,8 @@ def run_step_command(
     (a file: what the command writes there, at most 64 KiB, is recorded as the step's ref, e.g. a PR
     URL; anything else there, such as a directory or a symbolic link, is left out with a warning).
 
-    Example: gitledger run-step -t T-42 -s push -c branch:origin -- git push origin HEAD:$BRANCH
+    Example: gitledger run-step -t T-42 -s push -c branch:origin -- sh -c 'git push origin
+    "HEAD:refs/heads/$GITLEDGER_BRANCH"'
     """
     invocation = ctx.find_object(Invocation)
     if invocation is None or "--" not in invocation.raw_args:
