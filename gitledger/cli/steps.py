@@ -91,7 +91,8 @@ def run_step_command(
 
     Statuses and exit codes: created, skipped, already_existed (0); in_progress (75); unconfirmed (3);
     failed (the command's own exit code); interrupted (130, 143, 129: SIGINT, SIGTERM or SIGHUP reached
-    gitledger; it waited for the command); usage or configuration error (2). The command gets
+    gitledger; it waited for the command); error (1, e.g. a check could not query reality or the remote
+    did not confirm a remote claim: nothing ran); usage or configuration error (2). The command gets
     GITLEDGER_KEY, _TASK, _STEP, _DIGEST, _BRANCH, _LABEL, _TRAILER, _MARKER and GITLEDGER_RESULT
     (a file: what the command writes there, at most 64 KiB, is recorded as the step's ref, e.g. a PR
     URL; anything else there, such as a directory or a symbolic link, is left out with a warning).
