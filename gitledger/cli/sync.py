@@ -48,10 +48,10 @@ def flush_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
     """Fold the ledger's journal into refs/notes/gitledger now.
 
     gitledger records each event in a journal in the git directory (fsync'd, one line per event) and
-    folds it into the notes in batches: every 2 048 events, and before anything leaves the machine
-    (sync, the pre-push hook, remote claims). gitledger's own commands always see both. Run flush
-    before reading the ledger with git itself (git notes, git log refs/notes/gitledger) or copying
-    the refs by other means.
+    folds it into the notes in batches: every 2 048 events or 2 MiB of journal, and before anything
+    leaves the machine (sync, the pre-push hook, remote claims). gitledger's own commands always see
+    both. Run flush before reading the ledger with git itself (git notes, git log refs/notes/gitledger)
+    or copying the refs by other means.
     """
     from gitledger.features.sync import flush
     from gitledger.session import open_session
