@@ -14,7 +14,8 @@ from gitledger.core.errors import UsageError
 
 @app.command("list")
 def list_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
-    """List every ledger entry: key, task, step, state, outcome, ref, last update, duplicates."""
+    """List every ledger entry: key, state (marked DUPLICATE when its effect was made twice), outcome,
+    ref and last update; --json adds task, step and the number of events."""
     from gitledger.features.inspect import list_entries
     from gitledger.session import open_session
 
