@@ -51,7 +51,8 @@ def audit_command(
     ledger entries that are stuck, keys on PRs the ledger never recorded, and 'done' entries whose
     PR does not exist. Appends a Markdown summary to $GITHUB_STEP_SUMMARY when it is set.
 
-    Exit codes: 0, or 1 with --fail-on-duplicates when duplicates exist or when closing one failed.
+    Exit codes: 0; 1 when closing a duplicate failed, when GitHub could not be read, or with
+    --fail-on-duplicates when duplicates exist; 2 for usage errors (a missing token too).
     """
     from gitledger.cli.render import Progress
     from gitledger.features.audit.run import AuditOptions, run_audit
