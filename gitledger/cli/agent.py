@@ -40,7 +40,9 @@ def _project_dir(repo: Path) -> Path:
 @agent_app.command("install")
 def install(
     agent: str = typer.Argument(..., help="claude, codex or gemini."),
-    user: bool = typer.Option(False, "--user", help="Install into the user's settings (~/.claude/...)."),
+    user: bool = typer.Option(
+        False, "--user", help="Install into the user's settings (~/.claude, ~/.codex or ~/.gemini)."
+    ),
     project: bool = typer.Option(False, "--project", help="Install into this project's settings (default)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the resulting file; change nothing."),
     uninstall: bool = typer.Option(False, "--uninstall", help="Remove gitledger's entries, keep the rest."),
