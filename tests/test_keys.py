@@ -95,3 +95,23 @@ def test_nfc_and_nfd_spellings_of_a_name_give_one_key(tmp_path):
         for task in (nfc, nfd)
     ]
     assert by_cli[0] == by_cli[1]
+
+
+def test_key_prints_the_names_run_step_uses_with_the_repositorys_prefixes(tmp_path):
+    """`gitledger key` names the branch and label of .gitledger.yml's prefixes, as run-step hands them to
+    its command (the pre-push hook and docs/hooks.md point at the branch `key` prints)."""
+    repo = init_repo(tmp_path / "r")
+    (repo / ".gitledger.yml").write_text('prefixes: {branch: "agents/", label: "ag:"}\n')
+    step = ("-t", "T-1", "-s", "push")
+    script = 'printf "%s %s" "$GITLEDGER_BRANCH" "$GITLEDGER_LABEL"'
+    ran = run_gitledger("run-step", *step, "--", "sh", "-c", script, cwd=repo)
+    assert ran.returncode == 0, ran.stderr
+    printed = json.loads(run_gitledger("key", *step, "--json", cwd=repo).stdout)
+    assert f"{printed['branch']} {printed['label']}" == ran.stdout
+    assert printed["branch"].startswith("agents/t-1/push-") and printed["label"].startswith("ag:")
+    from_outside = run_gitledger("key", *step, "--repo", str(repo), "--json", cwd=tmp_path)
+    assert json.loads(from_outside.stdout) == printed
+    # outside a repository (and without --repo) the default prefixes apply
+    assert json.loads(run_gitledger("key", *step, "--json", cwd=tmp_path).stdout)["branch"].startswith(
+        "gitledger/"
+    )

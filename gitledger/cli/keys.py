@@ -3,11 +3,35 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from gitledger.cli.app import ARG, CONTENT, CONTENT_FILE, JSON_OUT, STEP, TASK, app
+from gitledger.cli.app import ARG, CONTENT, CONTENT_FILE, JSON_OUT, REPO, STEP, TASK, app
 from gitledger.cli.parse import content_from_options
+
+if TYPE_CHECKING:
+    from gitledger.core.keys import Names
+
+
+def _names(repo: Path | None) -> Names | None:
+    """The branch and label prefixes of the repository's .gitledger.yml (as run-step uses them); None,
+    for the defaults, outside a git repository unless --repo names one."""
+    from gitledger import config as config_mod
+    from gitledger.core.errors import GitledgerError
+    from gitledger.git.repo import GitRepo
+
+    try:
+        found = GitRepo.discover(repo)
+    except GitledgerError:
+        if repo is not None:
+            raise
+        return None
+    try:
+        return config_mod.load(found.worktree).names
+    finally:
+        found.close()
 
 
 @app.command("key")
@@ -18,11 +42,15 @@ def key_command(
     content_file: str | None = CONTENT_FILE,
     arg: list[str] | None = ARG,
     json_out: bool = JSON_OUT,
+    repo: Path | None = REPO,
 ) -> None:
-    """Print the stable key of a step and the names derived from it (branch, label, trailer, marker)."""
+    """Print the stable key of a step and the names derived from it (branch, label, trailer, marker).
+
+    The branch and label use the prefixes of the repository's .gitledger.yml, as run-step does.
+    """
     from gitledger.core.keys import StepKey
 
-    step_key = StepKey.derive(task, step, content_from_options(content, content_file, arg))
+    step_key = StepKey.derive(task, step, content_from_options(content, content_file, arg), _names(repo))
     data = step_key.as_dict()
     if json_out:
         typer.echo(json.dumps(data))
