@@ -49,10 +49,14 @@ class Session:
     def open(cls, path: str | os.PathLike[str] | None = None, github_repo: str | None = None) -> Session:
         """The session of the git repository containing ``path`` (default: the current directory)."""
         from gitledger.git.repo import GitRepo
-        from gitledger.git.store import GitStore
 
         cwd = Path(path or ".").resolve()
-        repo = GitRepo.discover(cwd)
+        return cls._of(GitRepo.discover(cwd), cwd, github_repo)
+
+    @classmethod
+    def _of(cls, repo: GitRepo, cwd: Path, github_repo: str | None) -> Session:
+        from gitledger.git.store import GitStore
+
         try:
             cfg = config_mod.load(repo.worktree)
             return cls(GitStore(repo, cfg.durability), cfg, repo, cwd, github_repo)
@@ -68,15 +72,19 @@ class Session:
         env: Mapping[str, str] | None = None,
     ) -> Session:
         """Like :meth:`open`, but outside a git repository (and with no ``path``) a session with no
-        repository and an empty in-memory ledger: for commands that can work on GitHub alone (audit)."""
+        repository, the default configuration and an empty in-memory ledger: for commands that can
+        work without one (audit on GitHub alone, key). A repository's bad .gitledger.yml is an error."""
         from gitledger.core.store import MemoryStore
+        from gitledger.git.repo import GitRepo
 
+        cwd = Path(path or ".").resolve()
         try:
-            session = cls.open(path, github_repo)
+            repo = GitRepo.discover(cwd)
         except (UsageError, OSError):
             if path is not None:
                 raise
             return cls(MemoryStore(), github_repo=github_repo, env=env)
+        session = cls._of(repo, cwd, github_repo)
         session.env = env
         return session
 

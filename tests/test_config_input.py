@@ -174,3 +174,20 @@ def test_a_remote_with_a_control_character_is_one_line(
     expect = f"{'a' + name + 'b'!r} is not a remote name; give the name of a remote from 'git remote'"
     assert_refused(repo, text, *command, expect=expect, names_file=False)
     assert (repo / ".git" / "config").read_bytes() == config_before
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("key", "-t", "T1", "-s", "a"), ("audit", "--github-repo", "o/r")],
+    ids=lambda c: c[0],
+)
+def test_commands_that_work_outside_a_repository_still_read_its_config_inside_one(
+    repo: Path, command: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``key`` and ``audit`` fall back to the defaults outside a git repository; inside one, a bad
+    ``.gitledger.yml`` is refused like everywhere else (they went on with the defaults)."""
+    # audit stops at the config, before any request (were it to go on: a closed port on loopback)
+    monkeypatch.setenv("GITHUB_TOKEN", "not-used")
+    monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("GITLEDGER_GITHUB_RETRIES", "0")
+    assert_refused(repo, "prefixes: [1\n", *command, expect="invalid YAML")

@@ -15,23 +15,16 @@ if TYPE_CHECKING:
     from gitledger.core.keys import Names
 
 
-def _names(repo: Path | None) -> Names | None:
-    """The branch and label prefixes of the repository's .gitledger.yml (as run-step uses them); None,
-    for the defaults, outside a git repository unless --repo names one."""
-    from gitledger import config as config_mod
-    from gitledger.core.errors import GitledgerError
-    from gitledger.git.repo import GitRepo
+def _names(repo: Path | None) -> Names:
+    """The branch and label prefixes of the repository's .gitledger.yml, as run-step uses them (the
+    defaults outside a git repository, unless --repo names one)."""
+    from gitledger.session import Session
 
+    session = Session.discover(repo)
     try:
-        found = GitRepo.discover(repo)
-    except GitledgerError:
-        if repo is not None:
-            raise
-        return None
-    try:
-        return config_mod.load(found.worktree).names
+        return session.config.names
     finally:
-        found.close()
+        session.close()
 
 
 @app.command("key")
