@@ -346,6 +346,10 @@ def test_cli_usage_errors_and_no_sdk_needed(world: World) -> None:
     assert proc.returncode == 2 and "unknown option" in proc.stderr
     proc = run_gitledger("mcp-proxy", "--help", cwd=world.repo)
     assert proc.returncode == 0 and "UPSTREAM_CMD" in proc.stdout
+    # no arguments at all: stdout is the MCP channel, so one line on stderr, not the help
+    proc = run_gitledger("mcp-proxy", cwd=world.repo)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "after '--'" in proc.stderr
     proc = run_gitledger("mcp-proxy", "--profile", "nosuch", "--", sys.executable, UPSTREAM, cwd=world.repo)
     assert proc.returncode == 2 and "unknown MCP profile 'nosuch'" in proc.stderr
     proc = run_gitledger("mcp-proxy", "--task", "t" * 5000, "--", sys.executable, UPSTREAM, cwd=world.repo)

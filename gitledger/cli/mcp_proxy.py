@@ -79,9 +79,11 @@ def parse(argv: Sequence[str]) -> dict[str, object]:
 def main(argv: Sequence[str]) -> int:
     args = list(argv)
     options = args[: args.index("--")] if "--" in args else args
-    if not args or any(a in ("-h", "--help") for a in options):
+    if any(a in ("-h", "--help") for a in options):
         print(HELP)
         return 0
+    # no arguments is a usage error too, on stderr: an agent starts the proxy with stdout as its
+    # MCP channel, where a help text would only be an unreadable message
     try:
         values = parse(args)
     except (ValueError, UsageError) as exc:
