@@ -91,6 +91,7 @@ class ActionResult:
     message: str | None = None
     result: Any = None  # a JSON value, recorded with done and replayed on skip
     interrupted: int = 0  # the signal that interrupted the action (0: none); its effect is then unknown
+    warnings: tuple[str, ...] = ()  # reported with the step's result ("warnings" in its JSON)
 
 
 @dataclass
@@ -524,7 +525,7 @@ class StepRunner:
     def finish(self, claim: Claim, outcome: ActionResult) -> StepResult:
         """Record the outcome the action under ``claim`` reported."""
         step, fingerprint, claim_id = claim.step, claim.fingerprint, claim.claim_id
-        warnings = list(claim.warnings) + claim.stop_renewal()
+        warnings = list(claim.warnings) + claim.stop_renewal() + list(outcome.warnings)
         if outcome.interrupted and not outcome.ok:
             return self._interrupted(claim, outcome, warnings)
         if outcome.ok:

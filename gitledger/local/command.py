@@ -190,21 +190,18 @@ def _private_dir() -> Iterator[Path]:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def read_result(path: Path) -> str | None:
-    """The ref a command that succeeded wrote to ``path`` ($GITLEDGER_RESULT): its text, stripped;
-    None when it is empty or gone. Never raises (the command's success must be recorded whatever it
-    left there): what is not a regular file of at most :data:`MAX_REF` bytes is left out with one
-    warning line on stderr."""
+def read_result(path: Path) -> tuple[str | None, str | None]:
+    """(the ref, a warning) of a command that succeeded, from what it wrote to ``path``
+    ($GITLEDGER_RESULT): its text, stripped; no ref when it is empty or gone. Never raises (the
+    command's success must be recorded whatever it left there): what is not a regular file of at most
+    :data:`MAX_REF` bytes is left out, and the warning says so."""
     data, problem = _read_small_file(path)
     if problem is not None:
-        print(
-            f"gitledger: warning: the command succeeded but what it left at $GITLEDGER_RESULT {problem}; "
-            "the step is recorded done without a ref",
-            file=sys.stderr,
-            flush=True,
+        return None, (
+            f"the command succeeded but what it left at $GITLEDGER_RESULT {problem}; "
+            "the step is recorded done without a ref"
         )
-        return None
-    return data.decode("utf-8", "replace").strip() or None
+    return data.decode("utf-8", "replace").strip() or None, None
 
 
 def _read_small_file(path: Path) -> tuple[bytes, str | None]:
@@ -276,11 +273,11 @@ def run_command(
             code, interrupted = _wait(proc, watched, own_group)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        ref = read_result(result_file) if code == 0 else None
+        ref, warning = read_result(result_file) if code == 0 else (None, None)
     if code < 0:
         code = 128 - code
     if code == 0:
-        return ActionResult(ok=True, ref=ref, interrupted=interrupted)
+        return ActionResult(ok=True, ref=ref, interrupted=interrupted, warnings=(warning,) if warning else ())
     message = f"{argv[0]} exited with code {code}"
     if interrupted:
         message = f"{argv[0]} exited with code {code} after {signal.Signals(interrupted).name}"
