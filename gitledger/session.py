@@ -50,14 +50,14 @@ class Session:
         """The session of the git repository containing ``path`` (default: the current directory)."""
         from gitledger.git.repo import GitRepo
 
-        cwd = Path(path or ".").resolve()
-        return cls._of(GitRepo.discover(cwd), cwd, github_repo)
+        return cls._of(GitRepo.discover(path), path, github_repo)
 
     @classmethod
-    def _of(cls, repo: GitRepo, cwd: Path, github_repo: str | None) -> Session:
+    def _of(cls, repo: GitRepo, path: str | os.PathLike[str] | None, github_repo: str | None) -> Session:
         from gitledger.git.store import GitStore
 
         try:
+            cwd = Path(path or ".").resolve()
             cfg = config_mod.load(repo.worktree)
             return cls(GitStore(repo, cfg.durability), cfg, repo, cwd, github_repo)
         except BaseException:
@@ -77,14 +77,13 @@ class Session:
         from gitledger.core.store import MemoryStore
         from gitledger.git.repo import GitRepo
 
-        cwd = Path(path or ".").resolve()
         try:
-            repo = GitRepo.discover(cwd)
+            repo = GitRepo.discover(path)
         except (UsageError, OSError):
             if path is not None:
                 raise
             return cls(MemoryStore(), github_repo=github_repo, env=env)
-        session = cls._of(repo, cwd, github_repo)
+        session = cls._of(repo, path, github_repo)
         session.env = env
         return session
 

@@ -326,6 +326,12 @@ def test_a_shell_call_without_a_command_line_fails_closed(
     assert f"the {event} input has no command line" in err
 
 
+def test_a_working_directory_with_a_nul_fails_closed_with_one_line(tmp_path: Path) -> None:
+    """A NUL in the hook's ``cwd`` was an internal error ("embedded null byte")."""
+    payload = bash("PreToolUse", "gh pr create --head h", tmp_path) | {"cwd": "/tmp/a\x00b"}
+    assert "cannot open '/tmp/a\\x00b': embedded null byte" in _refused(hook_process("claude", payload))
+
+
 def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "gitledger", "agent-hook", "claude", "pre"],

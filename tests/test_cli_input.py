@@ -257,3 +257,13 @@ def test_mcp_proxy_refuses_a_bad_lock_timeout_before_relaying(repo: Path) -> Non
         timeout=20,
     )
     assert_one_clean_line(proc, 2, "GITLEDGER_LOCK_TIMEOUT='nan'")
+
+
+@pytest.mark.parametrize("args", [["list"], ["run-step", "-t", "T", "-s", "s"], ["audit"]])
+def test_a_repo_path_too_long_for_the_system_is_one_line(repo: Path, tmp_path: Path, args: list[str]) -> None:
+    """The kernel refuses a name over 255 bytes (ENAMETOOLONG): that was an internal error."""
+    ran = tmp_path / "ran"
+    tail = ["--", "touch", str(ran)] if args[0] == "run-step" else []
+    proc = run_gitledger(*args, "--repo", "x" * 5000, *tail, cwd=repo)
+    assert_one_clean_line(proc, 2, "cannot open 'xxx", "': File name too long; pass --repo with a repository")
+    assert not ran.exists()

@@ -237,9 +237,13 @@ class GitRepo:
 
     @classmethod
     def discover(cls, path: str | os.PathLike[str] | None = None) -> GitRepo:
-        start = Path(path or ".").resolve()
-        if not start.is_dir():
-            raise UsageError(f"{start} is not a directory; pass --repo with a git repository's path")
+        try:
+            start = Path(path or ".").resolve()
+            if not start.is_dir():
+                raise UsageError(f"{start} is not a directory; pass --repo with a git repository's path")
+        except (OSError, ValueError) as exc:  # a name too long, or a NUL (from an agent hook's JSON)
+            why = getattr(exc, "strerror", None) or exc
+            raise UsageError(f"cannot open {str(path)!r}: {why}; pass --repo with a repository") from exc
         proc = subprocess.run(
             [
                 "git",
