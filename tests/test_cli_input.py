@@ -267,3 +267,23 @@ def test_a_repo_path_too_long_for_the_system_is_one_line(repo: Path, tmp_path: P
     proc = run_gitledger(*args, "--repo", "x" * 5000, *tail, cwd=repo)
     assert_one_clean_line(proc, 2, "cannot open 'xxx", "': File name too long; pass --repo with a repository")
     assert not ran.exists()
+
+
+@pytest.mark.parametrize(
+    "check,via_config,problem",
+    [
+        ("file:" + "x" * 5000, False, "cannot look for the file: File name too long"),
+        ("cmd:" + "x" * 140_000, True, "cannot start the check command: Argument list too long"),
+    ],
+)
+def test_a_local_check_the_system_refuses_cannot_tell_and_does_nothing(
+    repo: Path, tmp_path: Path, check: str, via_config: bool, problem: str
+) -> None:
+    """A file: path or cmd: command too long for the kernel was an internal error (an OSError)."""
+    ran = tmp_path / "ran"
+    if via_config:  # a command this long cannot be an argument of gitledger itself
+        (repo / ".gitledger.yml").write_text(f'steps:\n  s: {{checks: ["{check}"]}}\n')
+    options = [] if via_config else ["-c", check]
+    proc = run_gitledger("run-step", "-t", "T", "-s", "s", *options, "--", "touch", str(ran), cwd=repo)
+    assert_one_clean_line(proc, 1, "cannot tell whether", f"failed: {problem}; nothing was done")
+    assert not ran.exists() and [e["state"] for e in run_json("list", cwd=repo)] == ["none"]

@@ -30,7 +30,10 @@ class FileCheck:
         target = Path(os.path.expandvars(self.path.replace("{key}", step.key)))
         if not target.is_absolute():
             target = self.base / target
-        return str(target) if target.exists() else None
+        try:
+            return str(target) if target.exists() else None
+        except OSError as exc:  # e.g. a name too long for the system: the check cannot tell
+            raise CheckError(f"cannot look for the file: {exc.strerror or exc}") from exc
 
 
 @dataclass
@@ -62,6 +65,8 @@ class CommandCheck:
             )
         except subprocess.TimeoutExpired as exc:
             raise CheckError(f"check command did not finish within {CMD_TIMEOUT:.0f} s") from exc
+        except OSError as exc:  # e.g. a command longer than the system takes (E2BIG)
+            raise CheckError(f"cannot start the check command: {exc.strerror or exc}") from exc
         if proc.returncode == 0:
             return proc.stdout.decode(errors="replace").strip() or self.spec
         if proc.returncode == 1:
