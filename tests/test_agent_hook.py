@@ -258,11 +258,14 @@ def test_fails_closed_on_a_bad_token(bench: dict[str, Any], monkeypatch: pytest.
         '{"hook_event_name": "PreToolUse"}',
         '{"tool_name": "Bash"}',
         '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": "gh pr create"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' * 100_000 + "1" + "}" * 100_000,
     ],
 )
 def test_fails_closed_on_malformed_input(payload: str) -> None:
     code, out, err = hook("claude", payload)
     assert code == 2 and out == "" and err.startswith("gitledger:") and err.count("\n") == 1
+    assert "internal error" not in err, err  # JSON nested too deeply was one (a RecursionError)
 
 
 def test_fails_closed_on_an_internal_error(bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,6 +116,8 @@ def _run(argv: list[str], stdin: IO[str] | None, env: Mapping[str, str]) -> tupl
             raw = json.loads(data)
         except ValueError as exc:
             raise agents.HookInputError(f"the hook input is not JSON ({exc})") from exc
+        except RecursionError as exc:  # [[[[…]]]] some thousands deep
+            raise agents.HookInputError("the hook input is JSON nested too deeply to read") from exc
         event = agents.parse(agent, raw)
     except agents.HookInputError as exc:
         decision = Decision(FAIL_CLOSED, f"gitledger: {exc}; could not verify the call, not acting")
