@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -287,3 +290,40 @@ def test_a_local_check_the_system_refuses_cannot_tell_and_does_nothing(
     proc = run_gitledger("run-step", "-t", "T", "-s", "s", *options, "--", "touch", str(ran), cwd=repo)
     assert_one_clean_line(proc, 1, "cannot tell whether", f"failed: {problem}; nothing was done")
     assert not ran.exists() and [e["state"] for e in run_json("list", cwd=repo)] == ["none"]
+
+
+def _tmpfs_works(where: Path) -> bool:
+    if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
+        return False
+    probe = ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(where))}"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
+
+
+def test_a_full_disk_is_one_line_and_the_ledger_keeps_what_it_held(tmp_path: Path) -> None:
+    """No space left for the journal to grow or for a fold's pack was an internal error (a bug)."""
+    disk, ran = tmp_path / "disk", tmp_path / "ran"
+    disk.mkdir()
+    if not _tmpfs_works(disk):
+        pytest.skip("needs unshare and mount (a tmpfs in a mount namespace of its own: root)")
+    gl = shlex.join(gitledger_argv())
+    # The journal keeps zeros ahead for its next events; cut them off, so the next event must grow it.
+    cut = "p = '.git/gitledger.journal'; os.truncate(p, len(open(p, 'rb').read().rstrip(bytes(1))) + 1)"
+    script = f"""
+        mount -t tmpfs -o size=2m tmpfs disk && cd disk && git init -q r && cd r || exit 99
+        {gl} run-step -t T -s first -- true 2>/dev/null || exit 98
+        {shlex.join([sys.executable, "-c", "import os; " + cut])} || exit 97
+        head -c 4m /dev/zero > ../filler 2>/dev/null
+        {gl} run-step -t T -s second -- touch {shlex.quote(str(ran))}; echo "exit $?" >&2
+        {gl} flush; echo "exit $?" >&2
+        rm ../filler && {gl} list --json
+    """
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    full = (
+        "gitledger: the disk is full (No space left on device); the ledger keeps what it recorded before: "
+        "free space, then run the command again\n"
+    )
+    assert proc.stderr == f"{full}exit 1\n{full}exit 1\n", proc.stderr
+    assert not ran.exists()
+    assert [(e["step"], e["state"]) for e in json.loads(proc.stdout)] == [("first", "done")]

@@ -8,6 +8,7 @@ commands that need them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -52,6 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gitledger: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
         return 128 + signum
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f": {exc.filename}" if exc.filename else ""
+            print(
+                f"gitledger: the disk is full ({exc.strerror}{where}); the ledger keeps what it recorded "
+                "before: free space, then run the command again",
+                file=sys.stderr,
+            )
+            return EXIT_ERROR
         if os.environ.get("GITLEDGER_DEBUG"):
             raise
         print(
