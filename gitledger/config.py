@@ -48,10 +48,10 @@ from typing import Any
 
 from gitledger.core.errors import ConfigError, UsageError
 from gitledger.core.keys import Names
+from gitledger.core.remotes import is_owner_repo
 
 FILENAME = ".gitledger.yml"
 _SAFE_API_URL = re.compile(r"^(https://[^\s/]+|http://(localhost|127\.0\.0\.1|\[::1\])(:\d+)?)(/\S*)?$")
-_OWNER_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # escaped in error messages, which are one line
 # Anchors and aliases stay allowed: sharing one rule or result between tools is what they are for, and a
 # committed file using them must keep working. But the readers below see the tree with every alias
@@ -374,7 +374,7 @@ def parse(text: str, path: Path) -> Config:
         gh = r.mapping(top["github"], "github", ("repo", "api_url"))
         if "repo" in gh:
             repo = r.string(gh["repo"], "github.repo")
-            if not _OWNER_REPO.match(repo):
+            if not is_owner_repo(repo):
                 raise r.fail(gh["repo"], f"github.repo {repo!r} must look like OWNER/NAME")
             settings["github_repo"] = repo
         if "api_url" in gh:

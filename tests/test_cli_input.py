@@ -327,3 +327,19 @@ def test_a_full_disk_is_one_line_and_the_ledger_keeps_what_it_held(tmp_path: Pat
     assert proc.stderr == f"{full}exit 1\n{full}exit 1\n", proc.stderr
     assert not ran.exists()
     assert [(e["step"], e["state"]) for e in json.loads(proc.stdout)] == [("first", "done")]
+
+
+@pytest.mark.parametrize("name", ["../..", "a/..", "./b", "a/."])
+@pytest.mark.parametrize("where", ["option", "config"])
+def test_a_github_repo_of_dot_segments_is_refused_before_any_request(
+    repo: Path, name: str, where: str
+) -> None:
+    """'../..' passed as OWNER/NAME: the API path /repos/../../issues/1/comments leaves /repos."""
+    env = {"GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://127.0.0.1:9"}  # nothing listens there
+    if where == "config":
+        (repo / ".gitledger.yml").write_text(f'github: {{repo: "{name}"}}\n')
+    option = ["--github-repo", name] if where == "option" else []
+    proc = run_gitledger(
+        "github", "comment", "1", "-t", "T", "-s", "s", "--body", "x", *option, cwd=repo, env=env
+    )
+    assert_one_clean_line(proc, 2, f"{name}' must look like OWNER/NAME")

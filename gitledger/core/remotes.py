@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 # patterns as text: re compiles (and caches) one on first use
-_OWNER_REPO = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+# '.' or '..' names no repository: in an API path (/repos/../..) it would climb out of /repos
+_OWNER_REPO = r"^(?!\.\.?/)[A-Za-z0-9_.-]+/(?!\.\.?$)[A-Za-z0-9_.-]+$"
 _REMOTE_PATTERNS = (
     # https://github.com/o/r(.git), http(s)://user:pass@host/o/r.git, git://host/o/r.git
     r"^(?:https?|git)://(?:[^@/]*@)?[^/]+/(?P<owner>[^/]+)/(?P<name>[^/]+?)(?:\.git)?/?$",
