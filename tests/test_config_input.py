@@ -191,3 +191,11 @@ def test_commands_that_work_outside_a_repository_still_read_its_config_inside_on
     monkeypatch.setenv("GITHUB_API_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("GITLEDGER_GITHUB_RETRIES", "0")
     assert_refused(repo, "prefixes: [1\n", *command, expect="invalid YAML")
+
+
+@pytest.mark.parametrize("escaped,shown", [("\\t", "\\t"), ("\\n", "\\n"), ("\\x85", "\\x85")])
+def test_a_label_prefix_with_a_control_character_is_one_line(repo: Path, escaped: str, shown: str) -> None:
+    """It was accepted: a tab or a newline went into $GITLEDGER_LABEL and the GitHub label."""
+    text = f'prefixes: {{label: "x{escaped}y"}}\n'
+    expect = f"line 1: label prefix 'x{shown}y' contains a control character; use printable text only"
+    assert_refused(repo, text, "run-step", "-t", "T1", "-s", "b", "--", "true", expect=expect)

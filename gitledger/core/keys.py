@@ -217,6 +217,7 @@ class Names:
     label_prefix: str = DEFAULT_LABEL_PREFIX
 
     def __post_init__(self) -> None:
+        require_printable(self.label_prefix, "label prefix")  # a tab or newline in a GitHub label
         if len(self.label_prefix) > MAX_LABEL_LEN - MIN_LABEL_DIGEST:
             raise UsageError(
                 f"label prefix {self.label_prefix!r} is too long; GitHub labels hold 50 characters "
