@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from gitledger.core.keys import StepKey
 from testing.repos import gitledger_argv, ledger_lock_held, run_gitledger, run_json
+from tests.faults.forge import FAR_FUTURE, forge
 
 
 def assert_one_clean_line(proc: subprocess.CompletedProcess[str], code: int, *parts: str) -> None:
@@ -343,3 +345,19 @@ def test_a_github_repo_of_dot_segments_is_refused_before_any_request(
         "github", "comment", "1", "-t", "T", "-s", "s", "--body", "x", *option, cwd=repo, env=env
     )
     assert_one_clean_line(proc, 2, f"{name}' must look like OWNER/NAME")
+
+
+@pytest.mark.parametrize(
+    "fields", [{"checks": [5, None]}, {"owner": "x"}, {"owner": [1], "checks": {"a": 1}}]
+)
+def test_show_and_log_print_an_event_with_fields_of_the_wrong_type(
+    repo: Path, fields: dict[str, object]
+) -> None:
+    """Anyone who can push the ledger refs can write any event: one whose ``checks`` held a number or
+    whose ``owner`` was not an object made ``show KEY`` and ``log`` an internal error."""
+    step = StepKey.derive("T", "s", None)
+    forge(repo, step, "attempting", lease_until=FAR_FUTURE, **fields)
+    for args in (["show", step.key], ["log", step.key], ["log"]):
+        proc = run_gitledger(*args, cwd=repo)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        assert f"lease until {FAR_FUTURE}; checks " in proc.stdout

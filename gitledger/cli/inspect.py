@@ -34,10 +34,13 @@ def list_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
 
 
 def _event_row(event: dict[str, Any]) -> dict[str, Any]:
-    owner = event.get("owner") or {}
+    owner = event.get("owner")
+    owner = owner if isinstance(owner, dict) else {}  # a damaged event is shown, not a crash
     detail = event.get("ref") or event.get("message") or ""
     if event.get("state") == "attempting":
-        detail = f"lease until {event.get('lease_until')}; checks {','.join(event.get('checks') or [])}"
+        checks = event.get("checks")
+        checks = ",".join(map(str, checks)) if isinstance(checks, list) else checks or ""
+        detail = f"lease until {event.get('lease_until')}; checks {checks}"
     return {
         "at": event.get("at"),
         "state": event.get("state"),
