@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 from github import Auth, Github
 
+from gitledger.core.keys import Content, StepKey
+from gitledger.features.agent.guard import STEP
 from testing import fakegithub
 from testing.fakegithub import FakeGitHub
-from testing.repos import ROOT
+from testing.repos import ROOT, git, init_repo
 from tests.agent_support import REPO, agent_repo, bash, denied, hook, hook_process
+from tests.faults.forge import FAR_FUTURE, PAST, forge
 
 
 @pytest.fixture
@@ -333,6 +336,40 @@ def test_a_working_directory_with_a_nul_fails_closed_with_one_line(tmp_path: Pat
     """A NUL in the hook's ``cwd`` was an internal error ("embedded null byte")."""
     payload = bash("PreToolUse", "gh pr create --head h", tmp_path) | {"cwd": "/tmp/a\x00b"}
     assert "cannot open '/tmp/a\\x00b': embedded null byte" in _refused(hook_process("claude", payload))
+
+
+@pytest.mark.parametrize(
+    "state,fields",
+    [
+        ("done", {"ref": {"a": 1}}),
+        ("done", {"agent": [1]}),
+        ("done", {"agent": {"kind": "issue", "text": {"a": 1}}}),
+        ("attempting", {"lease_until": FAR_FUTURE, "owner": [1]}),
+        ("attempting", {"lease_until": FAR_FUTURE, "agent": "x"}),
+        ("attempting", {"lease_until": PAST, "agent": {"kind": "pr", "repo": 5, "head": [1]}}),
+        ("attempting", {"lease_until": PAST, "agent": {"kind": "comment", "repo": REPO, "target": "x"}}),
+    ],
+)
+def test_a_forged_ledger_event_is_named_not_an_internal_error(
+    tmp_path: Path, state: str, fields: dict[str, Any]
+) -> None:
+    """Anyone who can push the ledger refs can write any event: one whose ref, owner or agent details
+    had another type made every hook event of the task an internal error ("Report it")."""
+    workdir = init_repo(tmp_path / "agent")
+    git("remote", "add", "origin", f"https://github.com/{REPO}.git", cwd=workdir)
+    forge(workdir, StepKey.derive("T1", STEP["pr"], Content.args({"repo": REPO})), state, **fields)
+    env = {"GITLEDGER_TASK": "T1", "GITHUB_TOKEN": "t", "GITHUB_API_URL": "http://127.0.0.1:9"}
+    env["GITLEDGER_GITHUB_RETRIES"] = "0"  # nothing listens there
+    events = [
+        {"session_id": "s", "cwd": str(workdir), "hook_event_name": "SessionStart", "source": "startup"},
+        {"session_id": "s", "cwd": str(workdir), "hook_event_name": "Stop", "stop_hook_active": False},
+        bash("PreToolUse", "gh pr create --head agent/T1 --title t --body b", workdir),
+    ]
+    for payload in events:
+        proc = hook_process("claude", payload, env=env, cwd=workdir)
+        assert "internal error" not in proc.stderr and proc.stderr.count("\n") <= 1, proc.stderr
+    if fields.get("ref"):
+        assert "is corrupt (the ref of its done event is a dict)" in _refused(proc)
 
 
 def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:

@@ -17,10 +17,22 @@ from gitledger.features.agent.model import CONTEXT, KEEP_WORKING, SILENT, Decisi
 _KIND_OF_STEP = {v: k for k, v in STEP.items()}
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """An event's ``agent`` or ``owner``; {} when it is not an object (anyone who can push the ledger
+    refs can write any event: the briefing still lists the task's other entries)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _well_formed(detail: dict[str, Any]) -> bool:
+    """Whether a claim's ``agent`` details have the types the guard writes (a forged one may not)."""
+    kinds = {"repo": str, "source": str, "head": str, "branch": str, "text": str, "target": int}
+    return all(detail.get(name) is None or isinstance(detail[name], kind) for name, kind in kinds.items())
+
+
 def describe(entry: Entry) -> str:
     folded = entry.folded
     event = folded.done or folded.claim or (entry.events[-1] if entry.events else {})
-    detail: dict[str, Any] = event.get("agent") or {}
+    detail = _mapping(event.get("agent"))
     kind = detail.get("kind")
     ref = folded.ref
     if kind == "pr":
@@ -32,7 +44,7 @@ def describe(entry: Entry) -> str:
     elif kind == "comment":
         what = f"comment on #{detail.get('target')}"
     elif kind == "issue":
-        what = f"issue #{number_of(ref)}" if ref else f"issue {detail.get('text', '')[:80]!r}"
+        what = f"issue #{number_of(ref)}" if ref else f"issue {str(detail.get('text', ''))[:80]!r}"
     elif kind == "push":
         what = f"push of branch {detail.get('branch')}"
     else:
@@ -111,10 +123,10 @@ def _settle(guard: AgentGuard, entry: Entry) -> bool:
     folded = entry.folded
     if guard.holder(folded) is not None:
         return False
-    detail = (folded.claim or {}).get("agent") or {}
+    detail = _mapping((folded.claim or {}).get("agent"))
     kind = _KIND_OF_STEP.get(str(entry.field("step")))
-    if kind is None or not detail.get("repo"):
-        return False
+    if kind is None or not detail.get("repo") or not _well_formed(detail):
+        return False  # left open: the gate names it, with how to settle it by hand
     from gitledger.core.effects import Effect
 
     effect = Effect(
@@ -140,7 +152,7 @@ def _settle(guard: AgentGuard, entry: Entry) -> bool:
     # pre_* may have claimed again (nothing existed): give that claim back, the entry is settled
     reread = guard.ws.store.load(entry.key)
     for claim in reread.folded.claims:
-        if (claim.get("owner") or {}).get("session") == guard.owner.session:
+        if _mapping(claim.get("owner")).get("session") == guard.owner.session:
             guard.runner.record(
                 _step_of(guard, target, entry),
                 guard.runner.event(

@@ -127,6 +127,15 @@ class AgentGuard:
                 f"ledger entry {step.key} is corrupt (line {bad[0].number}: {bad[0].error}); inspect it "
                 f"with 'gitledger show {step.key}' and repair it with 'gitledger resolve {step.key}'"
             )
+        folded = entry.folded  # what the guard reads of them: anyone who can push the ledger can write any
+        for event in (folded.done, folded.claim, *folded.claims):
+            for name, kind in (("ref", str), ("owner", dict), ("agent", dict)):
+                if event is not None and event.get(name) is not None and not isinstance(event[name], kind):
+                    raise CorruptLedgerError(
+                        f"ledger entry {step.key} is corrupt (the {name} of its {event['state']} event is a "
+                        f"{type(event[name]).__name__}); inspect it with 'gitledger show {step.key}' and "
+                        f"retire it with 'gitledger resolve {step.key} --forget'"
+                    )
         return entry
 
     def append(self, step: StepKey, event: Event, version: str | None) -> bool:
