@@ -317,6 +317,35 @@ def test_unknown_remote_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no git remote named 'nowhere'" in proc.stderr
 
 
+@pytest.mark.parametrize("kind", ["blob", "tree"])
+def test_a_damaged_ledger_on_the_remote_is_named_as_the_remotes(tmp_path: Path, kind: str) -> None:
+    """The message named the local tracking ref and how to restore it there, which the next sync
+    fetched again, as it was, from the remote."""
+    remote, (a,) = make_remote(tmp_path, 1)
+    record(a, "T", ["s"])
+    sync(a)
+    before = refs(a)
+    oid = (
+        git("hash-object", "-w", "--stdin", cwd=remote, input="x")
+        if kind == "blob"
+        else git("mktree", cwd=remote, input="")
+    )
+    git("update-ref", NOTES_REF, oid, cwd=remote)
+    proc = run_gitledger("sync", cwd=a)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(
+        f"gitledger: the ledger on 'origin' is damaged: its {NOTES_REF} points at a {kind}, not a commit; "
+        f"nothing was merged or pushed. Repair it there (its reflog, a backup), or delete it with "
+        f"'git push origin :{NOTES_REF}'"
+    ), proc.stderr
+    assert {ref: v for ref, v in refs(a).items() if "remotes" not in ref} == {
+        ref: v for ref, v in before.items() if "remotes" not in ref
+    }
+    git("push", "-q", "origin", f":{NOTES_REF}", cwd=a)  # as the message says, when nothing is worth keeping
+    sync(a)
+    assert git("rev-parse", NOTES_REF, cwd=remote) == git("rev-parse", NOTES_REF, cwd=a)
+
+
 # -- git daemon ---------------------------------------------------------------------------------------
 
 

@@ -26,7 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gitledger.core.errors import ConflictError, GitError, GitledgerError, UsageError, git_message
+from gitledger.core.errors import (
+    ConflictError,
+    CorruptLedgerError,
+    GitError,
+    GitledgerError,
+    UsageError,
+    git_message,
+)
 from gitledger.core.events import Entry, Event, encode_event
 from gitledger.core.protocol import Verdict
 from gitledger.core.store import Intent
@@ -288,7 +295,7 @@ class LedgerSync:
                 timeout=self.timeout,
             )
             if proc.returncode == 0:
-                return {ref: self.store.tip(tracking_ref(self.remote, ref)).commit for ref in LEDGER_REFS}
+                return {ref: self._remote_tip(ref) for ref in LEDGER_REFS}
             err = proc.stderr.decode(errors="replace")
             if "cannot lock ref" not in err and "unable to update local ref" not in err:
                 break
@@ -296,6 +303,20 @@ class LedgerSync:
         raise RemoteUnavailableError(
             f"cannot fetch the ledger from '{self.remote}': {git_message(proc.stderr)}"
         )
+
+    def _remote_tip(self, ref: str) -> str | None:
+        """The fetched copy of the remote's ``ref``; damaged, it is the remote's to repair: the local
+        copy is fetched again, as it is, by every sync."""
+        tracking = tracking_ref(self.remote, ref)
+        try:
+            return self.store.tip(tracking).commit
+        except CorruptLedgerError as exc:
+            what = str(exc).split(";")[0].replace(tracking, ref)
+            raise CorruptLedgerError(
+                f"the ledger on '{self.remote}' is damaged: its {what}; nothing was merged or pushed. Repair "
+                f"it there (its reflog, a backup), or delete it with 'git push {self.remote} :{ref}' when "
+                "nothing in it is worth keeping, then sync again"
+            ) from exc
 
     # -- merge -------------------------------------------------------------------------------------
 
