@@ -361,3 +361,21 @@ def test_show_and_log_print_an_event_with_fields_of_the_wrong_type(
         proc = run_gitledger(*args, cwd=repo)
         assert proc.returncode == 0 and proc.stderr == "", proc.stderr
         assert f"lease until {FAR_FUTURE}; checks " in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "name,value,limit",
+    [
+        ("GITLEDGER_GITHUB_TIMEOUT", "99999999999999999999", "from 1 to 86400"),
+        ("GITLEDGER_GITHUB_RETRIES", "99999999999999999999", "from 0 to 1000"),
+        ("GITLEDGER_GITHUB_MAX_WAIT", "1e12", "from 0 to 86400"),
+    ],
+)
+def test_a_github_tuning_value_past_its_limit_is_a_usage_error(
+    repo: Path, name: str, value: str, limit: str
+) -> None:
+    """A huge timeout overflowed the clock (an internal error); huge retries never ended."""
+    env = {"GITHUB_TOKEN": "test-token", "GITHUB_API_URL": "http://127.0.0.1:9", name: value}
+    args = ["github", "comment", "1", "-t", "T", "-s", "s", "--body", "x", "--github-repo", "o/r"]
+    proc = run_gitledger(*args, cwd=repo, env=env, timeout=30)
+    assert_one_clean_line(proc, 2, f"{name}={value!r} is not a number {limit}; fix or unset it")

@@ -40,7 +40,12 @@ def strip_userinfo(url: str) -> str:
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@", r"\1", url.strip())
 
 
-def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -> float:
+DAY = 86400.0  # the most any GitHub tuning value may ask for, in seconds
+
+
+def _number(env: Mapping[str, str], name: str, default: float, minimum: float, maximum: float) -> float:
+    """A tuning value; ``maximum`` keeps it sane (a huge timeout overflowed the clock, huge retries never
+    ended)."""
     text = env.get(name, "").strip()
     if not text:
         return default
@@ -48,8 +53,10 @@ def _number(env: Mapping[str, str], name: str, default: float, minimum: float) -
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not minimum <= value < float("inf"):
-        raise GitHubSettingsError(f"{name}={text!r} is not a number ≥ {minimum:g}; fix or unset it")
+    if not minimum <= value <= maximum:
+        raise GitHubSettingsError(
+            f"{name}={text!r} is not a number from {minimum:g} to {maximum:g}; fix or unset it"
+        )
     return value
 
 
@@ -103,11 +110,11 @@ class GitHubSettings:
             repo=full,
             token=token,
             api_url=base,
-            timeout=_number(environ, "GITLEDGER_GITHUB_TIMEOUT", 20.0, 1.0),
-            retries=int(_number(environ, "GITLEDGER_GITHUB_RETRIES", 4, 0)),
-            backoff=_number(environ, "GITLEDGER_GITHUB_BACKOFF", 1.0, 0.0),
-            max_wait=_number(environ, "GITLEDGER_GITHUB_MAX_WAIT", 60.0, 0.0),
-            write_interval=_number(environ, "GITLEDGER_GITHUB_WRITE_INTERVAL", 1.0, 0.0),
+            timeout=_number(environ, "GITLEDGER_GITHUB_TIMEOUT", 20.0, 1.0, DAY),
+            retries=int(_number(environ, "GITLEDGER_GITHUB_RETRIES", 4, 0, 1000)),
+            backoff=_number(environ, "GITLEDGER_GITHUB_BACKOFF", 1.0, 0.0, DAY),
+            max_wait=_number(environ, "GITLEDGER_GITHUB_MAX_WAIT", 60.0, 0.0, DAY),
+            write_interval=_number(environ, "GITLEDGER_GITHUB_WRITE_INTERVAL", 1.0, 0.0, DAY),
         )
 
 
