@@ -379,3 +379,11 @@ def test_a_github_tuning_value_past_its_limit_is_a_usage_error(
     args = ["github", "comment", "1", "-t", "T", "-s", "s", "--body", "x", "--github-repo", "o/r"]
     proc = run_gitledger(*args, cwd=repo, env=env, timeout=30)
     assert_one_clean_line(proc, 2, f"{name}={value!r} is not a number {limit}; fix or unset it")
+
+
+def test_a_command_path_too_long_for_the_system_is_not_found(repo: Path) -> None:
+    """A path component over 255 bytes (ENAMETOOLONG) was an internal error."""
+    program = "/tmp/" + "x" * 300
+    proc = run_gitledger("run-step", "-t", "T", "-s", "s", "--", program, cwd=repo)
+    assert_one_clean_line(proc, 2, f"command {program!r} not found; check the path")
+    assert run_json("list", cwd=repo) == []

@@ -94,7 +94,7 @@ def check_command(argv: Sequence[str], cwd: Path) -> None:
         raise UsageError("no command given; put it after '--', e.g. gitledger run-step ... -- git push")
     program = argv[0]
     if "/" in program:
-        if not (cwd / program).exists():
+        if not os.path.exists(cwd / program):  # False, not an OSError, for a name too long
             raise UsageError(f"command {program!r} not found; check the path")
     elif find_program(program) is None:
         raise UsageError(f"command {program!r} not found on PATH; check the spelling or give its full path")
