@@ -387,3 +387,11 @@ def test_a_command_path_too_long_for_the_system_is_not_found(repo: Path) -> None
     proc = run_gitledger("run-step", "-t", "T", "-s", "s", "--", program, cwd=repo)
     assert_one_clean_line(proc, 2, f"command {program!r} not found; check the path")
     assert run_json("list", cwd=repo) == []
+
+
+@pytest.mark.parametrize("command", ["install", "uninstall"])
+def test_hooks_with_a_repo_path_too_long_for_the_system_is_one_line(repo: Path, command: str) -> None:
+    """ENAMETOOLONG was an internal error here too."""
+    proc = run_gitledger("hooks", command, "--repo", "/tmp/" + "x" * 300, cwd=repo)
+    assert_one_clean_line(proc, 2, "xxx is not a directory; pass --repo a path inside a git repository")
+    assert not (repo / ".git" / "hooks" / "pre-push").exists()

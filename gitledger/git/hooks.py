@@ -75,7 +75,7 @@ def hooks_path(repo: Path) -> Path:
     Follows ``core.hooksPath``, absolute or relative (git takes a relative one from the top of the work
     tree, or from the git directory of a bare repository), and the common directory of linked work trees.
     """
-    if not repo.is_dir():
+    if not os.path.isdir(repo):  # False, not an OSError, for a name too long
         raise UsageError(f"{repo} is not a directory; pass --repo a path inside a git repository")
     proc = run_git(["rev-parse", "--git-path", "hooks"], cwd=repo, check=False)
     if proc.returncode != 0:
