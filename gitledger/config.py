@@ -60,6 +60,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # escaped in error messages, which ar
 # against limits no real configuration comes near, and refused with one line past them.
 _MAX_DEPTH = 64  # levels of lists and mappings (PyYAML composes them recursively, as do the readers)
 _MAX_VALUES = 10_000  # nodes once aliases are expanded (the packaged GitHub profile has under 300)
+_MAX_CHARS = 1024 * 1024  # the whole file (the packaged GitHub profile is ~4 KB)
 
 
 @dataclass(frozen=True)
@@ -316,6 +317,11 @@ def parse(text: str, path: Path) -> Config:
 
     from gitledger.core.policy import ON_UNCONFIRMED
 
+    if len(text) > _MAX_CHARS:  # PyYAML reads ~2 MB a second, comments too
+        raise ConfigError(
+            f"{path}: the file is larger than {_MAX_CHARS // 1024 // 1024} MiB; keep only gitledger's "
+            "settings there (they take a few KB)"
+        )
     try:
         root = _compose(text, path)
     except yaml.YAMLError as exc:

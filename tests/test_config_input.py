@@ -199,3 +199,10 @@ def test_a_label_prefix_with_a_control_character_is_one_line(repo: Path, escaped
     text = f'prefixes: {{label: "x{escaped}y"}}\n'
     expect = f"line 1: label prefix 'x{shown}y' contains a control character; use printable text only"
     assert_refused(repo, text, "run-step", "-t", "T1", "-s", "b", "--", "true", expect=expect)
+
+
+def test_a_file_larger_than_1_mib_is_one_line_promptly(repo: Path) -> None:
+    """60 MB of comments took PyYAML 36 s to read, for every command."""
+    text = "lease: 900\n" + ("#" * 99 + "\n") * 10_486
+    expect = "the file is larger than 1 MiB; keep only gitledger's settings there (they take a few KB)"
+    refused_by_list_and_run_step(repo, text, expect)
