@@ -395,3 +395,18 @@ def test_hooks_with_a_repo_path_too_long_for_the_system_is_one_line(repo: Path, 
     proc = run_gitledger("hooks", command, "--repo", "/tmp/" + "x" * 300, cwd=repo)
     assert_one_clean_line(proc, 2, "xxx is not a directory; pass --repo a path inside a git repository")
     assert not (repo / ".git" / "hooks" / "pre-push").exists()
+
+
+@pytest.mark.parametrize("fastpath", [True, False])
+def test_an_empty_remote_is_a_usage_error_not_local_claims(
+    repo: Path, tmp_path: Path, fastpath: bool
+) -> None:
+    """``--remote "$REMOTE"`` with REMOTE unset ran the step with local claims, which do not keep two
+    clones from both acting: remote claim mode was dropped without a word."""
+    ran = tmp_path / "ran"
+    env = {} if fastpath else {"GITLEDGER_NO_FASTPATH": "1"}
+    proc = run_gitledger(
+        "run-step", "-t", "T", "-s", "s", "--remote", "", "--", "touch", str(ran), cwd=repo, env=env
+    )
+    assert_one_clean_line(proc, 2, "--remote is given an empty name; give a remote's name (see 'git remote')")
+    assert not ran.exists() and run_json("list", cwd=repo) == []

@@ -62,6 +62,8 @@ def run_step(
     from gitledger.core.protocol import Claim, StepRunner
     from gitledger.local.command import check_command, run_command
 
+    if remote == "":  # e.g. --remote "$REMOTE" with REMOTE unset: not silently local claims
+        raise UsageError("--remote is given an empty name; give a remote's name (see 'git remote')")
     check_command(command, session.cwd)
     plan = plan_step(session, request)
     arbiter = None
