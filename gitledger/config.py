@@ -613,7 +613,10 @@ def load(directory: Path | None) -> Config:
         return Config()
     path = directory / FILENAME
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.exists() and not path.is_file():  # a pipe would block the open, a device never end
+            raise ConfigError(f"{path}: it is not a regular file; put the settings in one")
+        with path.open(encoding="utf-8") as fh:
+            text = fh.read(_MAX_CHARS + 1)  # parse() refuses a larger one: /dev/zero too
     except FileNotFoundError:
         return Config()
     except (OSError, UnicodeDecodeError) as exc:

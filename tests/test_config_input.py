@@ -3,6 +3,7 @@ no traceback, no "internal error" (exit 70), no hang, and the ledger as it was."
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -206,3 +207,19 @@ def test_a_file_larger_than_1_mib_is_one_line_promptly(repo: Path) -> None:
     text = "lease: 900\n" + ("#" * 99 + "\n") * 10_486
     expect = "the file is larger than 1 MiB; keep only gitledger's settings there (they take a few KB)"
     refused_by_list_and_run_step(repo, text, expect)
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "directory"])
+def test_a_config_that_is_not_a_regular_file_is_one_line_promptly(repo: Path, kind: str) -> None:
+    """A link to /dev/zero was read until memory ran out (an internal error, MemoryError), and a
+    named pipe blocked every command forever."""
+    path = repo / ".gitledger.yml"
+    if kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    proc = run_gitledger("list", cwd=repo, timeout=TIMEOUT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr == f"gitledger: {path}: it is not a regular file; put the settings in one\n"
