@@ -372,6 +372,24 @@ def test_a_forged_ledger_event_is_named_not_an_internal_error(
         assert "is corrupt (the ref of its done event is a dict)" in _refused(proc)
 
 
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("agent:\n  rules: 5\n", "line 2: agent.rules must be a list of rules"),
+        ('agent:\n  rules:\n    - {tool: "(", effect: pr}\n', "agent.rules[0].tool is not a valid regular"),
+    ],
+)
+def test_a_bad_agent_rule_in_the_config_is_named_not_an_internal_error(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    """A .gitledger.yml the hook could not read for its rules was an internal error ("Report it")."""
+    workdir = init_repo(tmp_path / "agent")
+    (workdir / ".gitledger.yml").write_text(text)
+    for command in ("gh pr create --head agent/T1 --title t --body b", "ls"):  # any call may be a rule's
+        err = _refused(hook_process("claude", bash("PreToolUse", command, workdir), cwd=workdir))
+        assert f"{workdir / '.gitledger.yml'} " in err and problem in err, err
+
+
 def test_a_closed_stdin_fails_closed_with_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "gitledger", "agent-hook", "claude", "pre"],

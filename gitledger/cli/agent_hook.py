@@ -126,10 +126,14 @@ def _run(argv: list[str], stdin: IO[str] | None, env: Mapping[str, str]) -> tupl
         return 0, "", ""
     cwd = event.cwd or os.getcwd()
     if event.kind in (PRE, POST, FAILURE):
+        from gitledger.core.errors import ConfigError
         from gitledger.features.agent.recognise import recognise
 
-        rules = _rules(cwd)
-        if not recognise(event.tool_name, event.tool_input, cwd, rules):
+        try:
+            rules = _rules(cwd)
+        except ConfigError:  # any call may be one of its rules: _decide fails closed, naming the file
+            rules = None
+        if rules is not None and not recognise(event.tool_name, event.tool_input, cwd, rules):
             return 0, "", ""  # the fast answer: nothing GitHub-related, nothing read
     decision = _decide(event, cwd, task, env)
     stdout, stderr, code = agents.render(agent, event, decision)
