@@ -410,3 +410,11 @@ def test_an_empty_remote_is_a_usage_error_not_local_claims(
     )
     assert_one_clean_line(proc, 2, "--remote is given an empty name; give a remote's name (see 'git remote')")
     assert not ran.exists() and run_json("list", cwd=repo) == []
+
+
+def test_log_of_an_empty_key_is_a_usage_error_not_the_whole_ledger(repo: Path) -> None:
+    """``gitledger log "$KEY"`` with KEY unset printed every key's history, as ``show ''`` does not."""
+    run_json("run-step", "-t", "T", "-s", "s", "--", "true", cwd=repo)
+    proc = run_gitledger("log", "", cwd=repo)
+    assert_one_clean_line(proc, 2, "'' is not a gitledger key")
+    assert proc.stdout == ""

@@ -33,7 +33,7 @@ def log_events(session: Session, key: str | None, limit: int) -> list[Event]:
     """The newest ``limit`` events of one key (or of the whole ledger), oldest first."""
     if limit <= 0:
         raise UsageError("--limit must be a positive number")
-    entries = [load_entry(session, key)] if key else list(session.store.entries())
+    entries = [load_entry(session, key)] if key is not None else list(session.store.entries())
     events = sorted((e for entry in entries for e in entry.events), key=lambda e: str(e.get("at")))
     return events[-limit:]
 
