@@ -211,3 +211,35 @@ def test_a_settings_file_that_is_a_link_is_written_where_it_points(tmp_path: Pat
     assert "gitledger" in json.loads(dotfiles.read_text())["hooks"]["PreToolUse"][-1]["hooks"][0]["command"]
     assert stat.S_IMODE(dotfiles.stat().st_mode) == 0o600
     assert sorted(os.listdir(dotfiles.parent)) == ["claude-settings.json"]
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_settings_file_that_is_a_device_or_a_pipe_is_refused_and_left(tmp_path: Path, kind: str) -> None:
+    """A link to a device (a committed '.claude/settings.json -> /dev/null') read as empty settings, and
+    the rename then put a plain file in the device's place: /dev/null itself, for root. A named pipe
+    blocked the install forever."""
+    special = tmp_path / "special"
+    if kind == "device":
+        try:
+            os.mknod(special, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a null device of our own
+        except OSError:
+            pytest.skip("mknod needs root")
+    else:
+        os.mkfifo(special)
+    settings = tmp_path / "repo" / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.symlink_to(special)
+    done = run_gitledger(
+        "agent",
+        "install",
+        "claude",
+        "--no-fail-closed",
+        "--repo",
+        str(tmp_path / "repo"),
+        cwd=tmp_path,
+        timeout=20,
+    )
+    err = _one_line(done.stderr)
+    assert done.returncode == 2 and f"{settings} is not a regular file (nor a link to one)" in err
+    assert (stat.S_ISCHR if kind == "device" else stat.S_ISFIFO)(special.stat().st_mode)
+    assert os.listdir(settings.parent) == ["settings.json"]

@@ -219,6 +219,8 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _read(path: Path) -> str | None:
     """The settings file's text, or None when there is none."""
+    if path.exists() and not path.is_file():  # e.g. a link to /dev/null, which the rename would replace
+        raise UsageError(f"{path} is not a regular file (nor a link to one); {_KEEP}")
     try:
         data = path.read_bytes()
     except FileNotFoundError:
