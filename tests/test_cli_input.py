@@ -418,3 +418,26 @@ def test_log_of_an_empty_key_is_a_usage_error_not_the_whole_ledger(repo: Path) -
     proc = run_gitledger("log", "", cwd=repo)
     assert_one_clean_line(proc, 2, "'' is not a gitledger key")
     assert proc.stdout == ""
+
+
+def test_reconcile_settles_the_others_when_one_check_cannot_query_reality(repo: Path) -> None:
+    """The first entry whose check erred ended reconcile: every entry after it stayed half-done, and
+    --json printed nothing."""
+    (repo / ".gitledger.yml").write_text('steps:\n  broken: {checks: ["cmd:exit 5"]}\n')
+    (repo / "made.txt").write_text("x")
+    for step, checks in (("broken", ["ledger"]), ("fine", ["file:made.txt"])):
+        forge(
+            repo,
+            StepKey.derive("T", step, None),
+            "attempting",
+            lease_until="2001-01-01T00:00:00.000Z",
+            checks=checks,
+        )
+    proc = run_gitledger("reconcile", "--json", cwd=repo)
+    assert_one_clean_line(proc, 1, "1 of 2 entries left as they were (result 'unknown'), e.g. cannot tell")
+    results = {r["key"].split(".")[1]: r["result"] for r in json.loads(proc.stdout)}
+    assert results == {"broken": "unknown", "fine": "done"}
+    assert {e["step"]: e["state"] for e in run_json("list", cwd=repo)} == {
+        "broken": "attempting",
+        "fine": "done",
+    }

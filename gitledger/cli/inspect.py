@@ -9,7 +9,7 @@ import typer
 
 from gitledger.cli.app import JSON_OUT, REPO, app, emit_json, say
 from gitledger.cli.render import Progress, printable, table
-from gitledger.core.errors import UsageError
+from gitledger.core.errors import GitledgerError, UsageError
 
 
 @app.command("list")
@@ -157,7 +157,8 @@ def resolve_command(
 def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> None:
     """Query reality for every entry left attempting by a gone owner and settle what can be settled.
 
-    Found → done (already_existed); absent → failed (retryable); ledger-only → reported unconfirmed.
+    Found → done (already_existed); absent → failed (retryable); ledger-only → reported unconfirmed;
+    a check that cannot query reality → left as it was, reported unknown (exit 1).
     Check commands (cmd:) are taken from .gitledger.yml only, never from the ledger itself.
     """
     from gitledger.features.inspect import pending, reconcile
@@ -172,3 +173,9 @@ def reconcile_command(json_out: bool = JSON_OUT, repo: Path | None = REPO) -> No
         table(results, ["key", "result", "ref"])
     else:
         say("nothing to reconcile")
+    failed = [r for r in results if r.get("error")]
+    if failed:
+        raise GitledgerError(
+            f"{len(failed)} of {len(results)} entries left as they were (result 'unknown'), e.g. "
+            f"{failed[0]['error']}; run reconcile again once the checks can query reality"
+        )

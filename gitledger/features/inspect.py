@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from gitledger.core.errors import EXIT_IN_PROGRESS, GitledgerError, UsageError
+from gitledger.core.errors import EXIT_IN_PROGRESS, CheckError, GitledgerError, UsageError
 from gitledger.core.events import Entry, Event
 from gitledger.session import Session
 
@@ -122,7 +122,11 @@ def reconcile(
             continue
         step = StepKey(intent.task, intent.step, intent.digest, session.config.names)
         specs = reconcile_specs(entry.folded.claim or {}, session.config.step(intent.step).checks or ())
-        outcome, ref = reconcile_entry(runner, step, entry, session.checks(specs))
+        try:
+            outcome, ref = reconcile_entry(runner, step, entry, session.checks(specs))
+        except CheckError as exc:  # this entry stays as it was; the others are still settled
+            results.append({"key": entry.key, "result": "unknown", "ref": None, "error": exc.message})
+            continue
         results.append({"key": entry.key, "result": outcome, "ref": ref})
     return results
 
