@@ -81,6 +81,30 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
     assert hook("claude", bash("PreToolUse", "git push origin agent/T1", bench["dir"])) == (0, "", "")
 
 
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        "(gh pr create --title 'Paginate' --body 'New' --head agent/T1)",
+        "{ gh pr create --title 'Paginate' --head agent/T1; }",
+        "if true; then gh pr create --title 'Paginate' --head agent/T1; fi",
+        "sh -c 'gh pr create --title Paginate --head agent/T1'",
+        "bash -lc \"cd . && gh pr create --title 'Paginate' --head agent/T1\"",
+        "command gh pr create --title Paginate --head agent/T1",
+        "env GH_PROMPT_DISABLED=1 gh pr create --title Paginate --head agent/T1",
+        "timeout 60 /usr/bin/gh pr create --title Paginate --head agent/T1",
+        "gh pr create --head $(git branch --show-current) --title Paginate --head agent/T1",
+    ],
+)
+def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(
+    bench: dict[str, Any], wrapped: str
+) -> None:
+    """Each of these runs gh pr create; the guard let them all pass (nothing recorded, a second PR)."""
+    url = _open_pr(bench)
+    code, out, err = hook("claude", bash("PreToolUse", wrapped, bench["dir"], session="s2", tool_use_id="t2"))
+    assert (code, err) == (0, "")
+    assert f"task T1 already has pull request #1 (open) from branch agent/T1: {url}" in str(denied(code, out))
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

@@ -69,12 +69,12 @@ def test_a_piped_body_is_refused_with_the_reason() -> None:
 def _shlex_commands(command: str) -> list[list[str]] | str:
     """What split_commands gave when it was built on shlex (the reference), or shlex's error: the
     same words wherever no quoted or escaped word looks like an operator (or is empty)."""
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n")
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|\n()")
     lexer.whitespace, lexer.whitespace_split, lexer.commenters = " \t\r", True, ""
     commands: list[list[str]] = [[]]
     try:
         for token in lexer:
-            if set(token) <= set(";&|\n"):
+            if set(token) <= set(";&|\n()"):
                 commands.append([])
             else:
                 commands[-1].append(token)
@@ -88,6 +88,7 @@ def _shlex_commands(command: str) -> list[list[str]] | str:
     [
         'gh pr create --title \'a b\' --body "c \\" \\\\ \\$d" -B main',
         "a&&b||c;d|e&f;;g|&h\ni",
+        "(a && b) | (c);(d)e",
         "a\\ b c x''y\"z\"w \\k",
         "echo é\tè\r\x0b ; ls",
         "git push 'unclosed",
@@ -131,3 +132,72 @@ def test_a_quoted_operator_or_empty_word_does_not_end_the_command(command: str, 
     assert list(split_commands(command)) == [["gh", "pr", "create", *words]]
     (effect,) = recognise_command(command, "/r")
     assert effect.kind == PR and effect.head == "agent/T1"
+
+
+@pytest.mark.parametrize(
+    "wrapped",
+    [
+        "(gh pr create --head h --base b)",
+        "(cd /r && gh pr create --head h --base b)",
+        "{ gh pr create --head h --base b; }",
+        "! gh pr create --head h --base b",
+        "if true; then gh pr create --head h --base b; else echo no; fi",
+        "while false; do :; done; until true; do gh pr create --head h --base b; done",
+        "sh -c 'gh pr create --head h --base b'",
+        "bash -o pipefail -ec 'gh pr create --head h --base b | cat'",
+        "zsh -c -- 'gh pr create --head h --base b'",
+        "command gh pr create --head h --base b",
+        "command -p -- gh pr create --head h --base b",
+        "exec -a name gh pr create --head h --base b",
+        "nohup gh pr create --head h --base b",
+        "time -p gh pr create --head h --base b",
+        "env -u GH_HOST -i gh pr create --head h --base b",
+        "timeout -s KILL 60 gh pr create --head h --base b",
+        "/usr/local/bin/gh pr create --head h --base b",
+        "./bin/../gh pr create --head h --base b",
+        '/bin/sh -c "/usr/bin/gh pr create --head h --base b"',
+    ],
+)
+def test_wrapped_commands_are_read_as_the_command_they_run(wrapped: str) -> None:
+    (plain,) = recognise_command("gh pr create --head h --base b", "/r")
+    (effect,) = recognise_command(wrapped, "/r")
+    assert (effect.kind, effect.head, effect.base, effect.cwd) == (PR, "h", "b", "/r")
+    assert effect._replace(source="") == plain._replace(source="")
+
+
+def test_a_wrapper_s_environment_and_directory_reach_the_command() -> None:
+    (effect,) = recognise_command("env GH_REPO=o/r gh pr comment 3 --body x", "/r")
+    assert (effect.kind, effect.repo, effect.target) == (COMMENT, "o/r", 3)
+    (push,) = recognise_command("bash -c 'cd sub && git push origin feat'", "/r")
+    assert (push.kind, push.branch, push.cwd) == (PUSH, "feat", "/r/sub")
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["command -v gh", "command -V git", "type gh", "echo gh pr create", "sh -c", "sh script.sh gh", "time"],
+)
+def test_what_only_names_gh_runs_nothing(command: str) -> None:
+    assert recognise_command(command, "/r") == []
+
+
+def test_a_command_substitution_is_part_of_its_word() -> None:
+    """Unquoted too: the options after it stay the command's (the parenthesis is not an operator)."""
+    command = "gh pr create --title $(printf '%s' \"a (b)\") --base develop --head h"
+    assert list(split_commands(command)) == [
+        ["gh", "pr", "create", "--title", "$(printf '%s' \"a (b)\")", "--base", "develop", "--head", "h"]
+    ]
+    (effect,) = recognise_command(command, "/r")
+    assert (effect.base, effect.head) == ("develop", "h")
+    assert list(split_commands("echo $((1 + (2)))x; ls")) == [["echo", "$((1 + (2)))x"], ["ls"]]
+
+
+def test_an_unclosed_substitution_or_shells_too_deep_are_refused_with_the_reason() -> None:
+    (effect,) = recognise_command("gh pr comment 3 --body $(cat f.md", "/r")
+    assert effect.problems == ("the command (it does not parse)",)
+    deep = "gh pr create --head h"
+    for _ in range(3):
+        deep = f"sh -c {shlex.quote(deep)}"
+    (three,) = recognise_command(deep, "/r")
+    assert three.head == "h" and not three.problems
+    (refused,) = recognise_command(f"sh -c {shlex.quote(deep)}", "/r")
+    assert refused.problems == ("the command (more than 3 shells deep)",)

@@ -1,9 +1,12 @@
 """Recognise the GitHub side effect of a tool call, without running anything.
 
 Shell commands are split with :mod:`shlex` (never executed, never expanded): a command line is cut
-into simple commands at ``&&``, ``||``, ``;``, ``|`` and newlines, leading ``VAR=value`` assignments
-are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next commands run
-in. Recognised (docs/agents.md, "What is guarded"):
+into simple commands at ``&&``, ``||``, ``;``, ``|``, newlines and parentheses, leading ``VAR=value``
+assignments are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next
+commands run in. A command is read as the program it runs: past ``if``/``then``/``{``/``!``, the
+wrappers ``command``, ``exec``, ``nohup``, ``time``, ``env`` and ``timeout``, a path (``/usr/bin/gh``),
+and into the script of ``sh -c`` / ``bash -lc`` (three deep; deeper is refused). Recognised
+(docs/agents.md, "What is guarded"):
 
 - ``gh pr create`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``, ``--body-file/-F``,
   ``--repo/-R``)
@@ -30,7 +33,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
-from gitledger.features.agent.shell import lift_heredocs, split_commands, stdin_of, substituted_heredoc
+from gitledger.features.agent.shell import (
+    SHELLS,
+    command_run,
+    lift_heredocs,
+    shell_script,
+    split_commands,
+    stdin_of,
+    substituted_heredoc,
+)
 
 if TYPE_CHECKING:
     from gitledger.config import AgentRule
@@ -39,11 +50,11 @@ SHELL_TOOLS = frozenset({"Bash", "bash", "shell", "local_shell", "exec_command",
 # patterns as text: re compiles (and caches) one on first use, so a hook call pays only for those
 # it uses
 _MCP_GITHUB = r"^mcp__(?:github|plugin_[A-Za-z0-9_-]*_github)__(?P<tool>[A-Za-z0-9_]+)$"
-_ASSIGNMENT = r"^[A-Za-z_][A-Za-z0-9_]*="
 _API_PATH = (
     r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/"
     r"(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
 )
+_MAX_NESTED = 3  # sh -c scripts inside sh -c scripts read (deeper: refused)
 _ISSUE_URL = r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/(?P<number>\d+)"
 
 # gh options that take a value, per subcommand (anything else is a flag)
@@ -108,15 +119,6 @@ _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
 _GIT_PUSH_VALUE_OPTIONS = frozenset(
     {"--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed", "--force-with-lease"}
 )
-
-
-def _strip_assignments(words: list[str], env: dict[str, str]) -> list[str]:
-    i = 0
-    while i < len(words) and re.match(_ASSIGNMENT, words[i]):
-        name, _, value = words[i].partition("=")
-        env[name] = value
-        i += 1
-    return words[i:]
 
 
 def _options(
@@ -530,8 +532,11 @@ def recognise(
     return [_complete(e) for e in recognise_command(command, cwd, rules)]
 
 
-def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] = ()) -> list[Effect]:
-    """The side effects of a shell command line (see the module documentation)."""
+def recognise_command(
+    command: str, cwd: str | None, rules: Sequence[AgentRule] = (), nested: int = 0
+) -> list[Effect]:
+    """The side effects of a shell command line (see the module documentation); ``nested``: how many
+    ``sh -c`` scripts this line is inside."""
     if not any(word in command for word in ("gh", "git", *(r.command[0] for r in rules if r.command))):
         return []  # the common case, decided without a tokenizer
     command, bodies = lift_heredocs(command)
@@ -546,8 +551,16 @@ def recognise_command(command: str, cwd: str | None, rules: Sequence[AgentRule] 
     env: dict[str, str] = {}
     here = cwd
     for words in commands:
-        words = _strip_assignments(words, env)
+        words = command_run(words, env)
         if not words:
+            continue
+        if words[0] in SHELLS:
+            script = shell_script(words[1:])
+            if script is not None and nested < _MAX_NESTED:
+                effects.extend(recognise_command(script, here, rules, nested + 1))
+            elif script is not None and re.search(r"\bgh\b|\bgit\b", script):
+                problem = f"the command (more than {_MAX_NESTED} shells deep)"
+                effects.append(Effect(PR, "a shell command", problems=(problem,)))
             continue
         if words[0] == "cd" and len(words) == 2:
             import os

@@ -1,10 +1,10 @@
 """Shell command lines as the agent guard reads them: simple commands as word lists, here-documents.
 
 Nothing is executed or expanded: :func:`split_commands` cuts a line into simple commands at ``&&``,
-``||``, ``;``, ``|`` and newlines (not at a quoted ``';'``), reading words as :mod:`shlex` does, in
-linear time; :func:`lift_heredocs` first takes the lines of here-documents out (they are input, not
-commands) and :func:`stdin_of` gives a command the text of its here-document or here-string. Standard
-library only: the agent hook imports this for every call.
+``||``, ``;``, ``|``, newlines and parentheses (not at a quoted ``';'``), reading words as
+:mod:`shlex` does, in linear time; :func:`lift_heredocs` first takes the lines of here-documents out
+(they are input, not commands) and :func:`stdin_of` gives a command the text of its here-document or
+here-string. Standard library only: the agent hook imports this for every call.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import re
 from collections.abc import Iterator
 
 _BLANKS = " \t\r"
-_PUNCTUATION = ";&|\n"
-_OPERATOR_RUN = r"[;&|\n]+"
-_PLAIN_RUN = r"[^ \t\r;&|\n'\"\\]+"
+_PUNCTUATION = ";&|\n()"  # an unquoted parenthesis is an operator to bash too: "(gh …)" is a subshell
+_OPERATOR_RUN = r"[;&|\n()]+"
+_PLAIN_RUN = r"[^ \t\r;&|\n()'\"\\$]+"
 _DOUBLE_RUN = r'[^"\\]+'
+_ASSIGNMENT = r"^[A-Za-z_][A-Za-z0-9_]*="
 _HEREDOC = "<<gitledger-heredoc-"  # the word a lifted here-document leaves in its command
 _HEREDOC_START = r"<<(-?)[ \t]*(?:'([^'\n]*)'|\"([^\"\n]*)\"|([A-Za-z0-9_.-]+))"
 # "$(cat <<'EOF' … EOF)" as a --body value, the way coding agents write multi-line bodies
@@ -112,11 +113,11 @@ def split_commands(command: str) -> Iterator[list[str]]:
 
 
 def _words(line: str) -> Iterator[str | None]:
-    """The words of ``line`` as ``shlex.shlex(line, posix=True, punctuation_chars=";&|\\n")`` reads
+    """The words of ``line`` as ``shlex.shlex(line, posix=True, punctuation_chars=";&|\\n()")`` reads
     them with the blanks `` \\t\\r``, ``whitespace_split`` and no comments, and None for each run of
-    operator characters (``&&``, ``;``, ``|``, a newline). Unlike shlex, a quoted or escaped ``;`` or
-    ``''`` stays a word, and the time is linear: shlex grows each token one character at a time, which
-    is quadratic in its length (a long ``--body`` took seconds).
+    operator characters (``&&``, ``;``, ``|``, a newline, a parenthesis). Unlike shlex, a quoted or
+    escaped ``;`` or ``''`` stays a word, and the time is linear: shlex grows each token one character
+    at a time, which is quadratic in its length (a long ``--body`` took seconds).
 
     Raises ValueError as shlex does: a quote not closed, a backslash at the end.
     """
@@ -149,6 +150,10 @@ def _word_part(line: str, i: int, parts: list[str]) -> int:
             raise ValueError("No escaped character")
         parts.append(line[i + 1])
         return i + 2
+    if line.startswith("$(", i):  # a command substitution is part of the word: $(git branch --show-current)
+        end = _substitution_end(line, i + 2)
+        parts.append(line[i:end])
+        return end
     if c != '"':
         end = _end_of_run(_PLAIN_RUN, line, i)
         parts.append(line[i:end])
@@ -170,6 +175,30 @@ def _word_part(line: str, i: int, parts: list[str]) -> int:
             parts.append(line[i:end])
             i = end
     raise ValueError("No closing quotation")
+
+
+def _substitution_end(line: str, i: int) -> int:
+    """The index after the ``)`` that closes the ``$(`` before ``line[i]`` (nested parentheses and
+    quotes inside it followed). Raises ValueError when it is not closed."""
+    depth = 1
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "'\"":
+            end = line.find(c, i + 1)
+            if end == -1:
+                break
+            i = end
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if not depth:
+                return i + 1
+        i += 1
+    raise ValueError("No closing parenthesis")
 
 
 def _end_of_run(pattern: str, line: str, i: int) -> int:
@@ -210,4 +239,94 @@ def stdin_of(words: list[str], bodies: list[str]) -> tuple[list[str], str | None
     return kept, stdin
 
 
-__all__ = ["lift_heredocs", "split_commands", "stdin_of", "substituted_heredoc"]
+# words that open or close a compound command or negate one: the simple command follows them
+_KEYWORDS = frozenset({"{", "}", "!", "if", "then", "elif", "else", "fi", "do", "done", "while", "until"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})  # run the script given with -c
+_PROGRAMS = frozenset({"gh", "git", *SHELLS})  # named by their path too (/usr/bin/gh)
+_ENV_VALUE_OPTIONS = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+_TIMEOUT_VALUE_OPTIONS = frozenset({"-s", "--signal", "-k", "--kill-after"})
+_SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
+def strip_assignments(words: list[str], env: dict[str, str]) -> list[str]:
+    """``words`` without their leading ``NAME=value`` words, which go into ``env``."""
+    i = 0
+    while i < len(words) and re.match(_ASSIGNMENT, words[i]):
+        name, _, value = words[i].partition("=")
+        env[name] = value
+        i += 1
+    return words[i:]
+
+
+def command_run(words: list[str], env: dict[str, str]) -> list[str]:
+    """The words of the program a simple command runs: past the keywords around it (``if``, ``then``,
+    ``{``, ``!`` …), its ``NAME=value`` assignments (into ``env``) and the wrappers that run their
+    arguments (``command``, ``exec``, ``nohup``, ``time``, ``env``, ``timeout``); ``gh``, ``git`` or a
+    shell named by its path (``/usr/bin/gh``) by its name. Empty when it runs nothing (``command -v``)."""
+    while words:
+        head = words[0]
+        if head in _KEYWORDS:
+            words = words[1:]
+        elif re.match(_ASSIGNMENT, head):
+            words = strip_assignments(words, env)
+        elif head in ("command", "exec", "nohup", "builtin"):
+            rest = words[1:]
+            if head == "command" and rest[:1] in (["-v"], ["-V"]):
+                return []  # prints where the program is, runs nothing
+            while rest and rest[0].startswith("-"):  # command -p, exec -c / -l / -a NAME
+                rest = rest[2:] if rest[0] == "-a" else rest[1:]
+                if rest[:1] == ["--"]:
+                    rest = rest[1:]
+                    break
+            words = rest
+        elif head == "time":
+            words = words[2:] if words[1:2] == ["-p"] else words[1:]
+        elif head == "env":
+            words = _past_options(words[1:], _ENV_VALUE_OPTIONS)
+            words = strip_assignments(words, env)
+        elif head == "timeout":
+            words = _past_options(words[1:], _TIMEOUT_VALUE_OPTIONS)[1:]  # and the duration
+        else:
+            break
+    if words and "/" in words[0] and words[0].rsplit("/", 1)[1] in _PROGRAMS:
+        words = [words[0].rsplit("/", 1)[1], *words[1:]]
+    return words
+
+
+def _past_options(words: list[str], value_options: frozenset[str]) -> list[str]:
+    i = 0
+    while i < len(words) and words[i].startswith("-") and words[i] != "-":
+        if words[i] == "--":
+            return words[i + 1 :]
+        i += 2 if words[i] in value_options else 1
+    return words[i:]
+
+
+def shell_script(args: list[str]) -> str | None:
+    """The script of ``sh -c SCRIPT`` (``bash -lc``, ``bash -o pipefail -c`` …) from the shell's
+    arguments; None when they give no ``-c``."""
+    given = False
+    i = 0
+    while i < len(args) and args[i][:1] in "-+" and args[i] not in ("-", "+"):
+        word = args[i]
+        if word == "--":
+            i += 1
+            break
+        if word in _SHELL_VALUE_OPTIONS:
+            i += 2
+            continue
+        given = given or (not word.startswith("--") and "c" in word[1:])
+        i += 1
+    return args[i] if given and i < len(args) else None
+
+
+__all__ = [
+    "SHELLS",
+    "command_run",
+    "lift_heredocs",
+    "shell_script",
+    "split_commands",
+    "stdin_of",
+    "strip_assignments",
+    "substituted_heredoc",
+]
