@@ -87,3 +87,15 @@ def ledger_lock_held(repo: Path) -> Iterator[subprocess.Popen[str]]:
     finally:
         holder.kill()
         holder.wait()
+
+
+def tmpfs_works(where: Path) -> bool:
+    """Whether a small tmpfs can be mounted at ``where`` in a mount namespace of its own (``unshare -m``:
+    root, or a user namespace that allows it): the way a test fills a disk for real."""
+    import shlex
+    import shutil
+
+    if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
+        return False
+    probe = ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(where))}"]
+    return subprocess.run(probe, capture_output=True, check=False).returncode == 0

@@ -23,7 +23,7 @@ from gitledger.core.keys import Content, StepKey
 from gitledger.features.agent.guard import STEP
 from testing import fakegithub
 from testing.fakegithub import FakeGitHub
-from testing.repos import ROOT, git, init_repo
+from testing.repos import ROOT, git, init_repo, tmpfs_works
 from tests.agent_support import REPO, agent_repo, bash, denied, hook, hook_process
 from tests.faults.forge import FAR_FUTURE, PAST, forge
 
@@ -434,3 +434,34 @@ def test_a_4_mb_title_is_answered_in_seconds(tmp_path: Path) -> None:
     proc = hook_process("claude", bash("PreToolUse", command, tmp_path), cwd=tmp_path)  # timeout: 60 s
     assert time.monotonic() - started < 30
     assert "not inside a git repository" in _refused(proc)  # read, recognised, then refused
+
+
+def test_a_full_disk_fails_closed_with_one_line(bench: dict[str, Any], tmp_path: Path) -> None:
+    """The claim cannot be written (the repository's git directory is on a full tmpfs): the call is
+    refused, naming the full disk; it was an internal error ("Report it")."""
+    import shlex
+
+    work = Path(bench["dir"])
+    (tmp_path / "probe").mkdir()
+    if not tmpfs_works(tmp_path / "probe"):
+        pytest.skip("needs unshare and mount (a tmpfs in a mount namespace of its own: root)")
+    payload = tmp_path / "payload.json"
+    payload.write_text(json.dumps(bash("PreToolUse", PR, work)))
+    dotgit, saved = shlex.quote(str(work / ".git")), shlex.quote(str(tmp_path / "saved-git"))
+    hook_cmd = shlex.join([sys.executable, "-m", "gitledger", "agent-hook", "claude"])
+    script = f"""
+        cp -a {dotgit} {saved} && mount -t tmpfs -o size=4m tmpfs {dotgit} || exit 99
+        cp -a {saved}/. {dotgit}/ || exit 98
+        head -c 8m /dev/zero > {dotgit}/filler 2>/dev/null
+        {hook_cmd} < {shlex.quote(str(payload))}
+    """
+    proc = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "gitledger: the disk is full (No space left on device" in _refused(proc)
+    assert "could not record this call, not acting. Free space, then retry the call" in proc.stderr

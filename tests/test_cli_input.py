@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gitledger.core.keys import StepKey
-from testing.repos import gitledger_argv, ledger_lock_held, run_gitledger, run_json
+from testing.repos import gitledger_argv, ledger_lock_held, run_gitledger, run_json, tmpfs_works
 from tests.faults.forge import FAR_FUTURE, forge
 
 
@@ -294,18 +293,11 @@ def test_a_local_check_the_system_refuses_cannot_tell_and_does_nothing(
     assert not ran.exists() and [e["state"] for e in run_json("list", cwd=repo)] == ["none"]
 
 
-def _tmpfs_works(where: Path) -> bool:
-    if shutil.which("unshare") is None or not sys.platform.startswith("linux"):
-        return False
-    probe = ["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {shlex.quote(str(where))}"]
-    return subprocess.run(probe, capture_output=True, check=False).returncode == 0
-
-
 def test_a_full_disk_is_one_line_and_the_ledger_keeps_what_it_held(tmp_path: Path) -> None:
     """No space left for the journal to grow or for a fold's pack was an internal error (a bug)."""
     disk, ran = tmp_path / "disk", tmp_path / "ran"
     disk.mkdir()
-    if not _tmpfs_works(disk):
+    if not tmpfs_works(disk):
         pytest.skip("needs unshare and mount (a tmpfs in a mount namespace of its own: root)")
     gl = shlex.join(gitledger_argv())
     # The journal keeps zeros ahead for its next events; cut them off, so the next event must grow it.

@@ -8,13 +8,19 @@ commands that need them.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from gitledger.core.errors import EXIT_ERROR, EXIT_INTERNAL, EXIT_USAGE, GitledgerError, Interrupted
+from gitledger.core.errors import (
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    GitledgerError,
+    Interrupted,
+    disk_full,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -53,11 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gitledger: interrupted by {signal.Signals(signum).name}", file=sys.stderr)
         return 128 + signum
     except Exception as exc:
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            where = f": {exc.filename}" if exc.filename else ""
+        full = disk_full(exc)
+        if full:
             print(
-                f"gitledger: the disk is full ({exc.strerror}{where}); the ledger keeps what it recorded "
-                "before: free space, then run the command again",
+                f"gitledger: the disk is full ({full}); the ledger keeps what it recorded before: free "
+                "space, then run the command again",
                 file=sys.stderr,
             )
             return EXIT_ERROR

@@ -175,7 +175,7 @@ def _rules(cwd: str) -> Any:
 
 
 def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> Any:
-    from gitledger.core.errors import GitledgerError
+    from gitledger.core.errors import GitledgerError, disk_full
     from gitledger.core.owner import Owner, boot_id, machine_id, pid_namespace, process_start
     from gitledger.features.agent.guard import AgentGuard
     from gitledger.features.agent.model import FAIL_CLOSED, FAILURE, POST, PRE, SESSION_START, Decision
@@ -208,6 +208,15 @@ def _decide(event: Any, cwd: str, task: str | None, env: Mapping[str, str]) -> A
                 return stop_gate(guard, event.stop_hook_active)
             finally:
                 guard.close()
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        return Decision(
+            FAIL_CLOSED,
+            f"gitledger: the disk is full ({full}); could not record this call, not acting. Free space, "
+            "then retry the call",
+        )
     except GitledgerError as exc:
         message = exc.message if exc.message.startswith("gitledger:") else f"gitledger: {exc.message}"
         if event.kind == PRE and "not acting" not in message:

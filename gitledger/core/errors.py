@@ -89,6 +89,17 @@ class Interrupted(BaseException):
         self.signum = signum
 
 
+def disk_full(exc: BaseException) -> str | None:
+    """What a full disk (``ENOSPC``, ``EDQUOT``) made fail, in words (``"No space left on device: PATH"``);
+    None for any other error. Nothing is half-written by it: a journal record is whole or never
+    confirmed, a fold's pack is renamed into place only once written."""
+    import errno
+
+    if not isinstance(exc, OSError) or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return None
+    return f"{exc.strerror}: {exc.filename}" if exc.filename else str(exc.strerror)
+
+
 def git_message(stderr: bytes) -> str:
     """git's whole relevant message on one line: every ``fatal:``/``error:`` line (without the prefix),
     joined with "; " (git often gives the cause first and a generic line last); without such lines, the
