@@ -563,3 +563,14 @@ def test_check_push_command_reports_finder_results(
         assert main(argv) == 1
         err = capsys.readouterr().err
         assert expected in err and "GITLEDGER_ALLOW_DUPLICATE=1 git push" in err
+
+
+def test_check_push_with_a_git_directory_that_is_gone_says_so(tmp_path: Path) -> None:
+    """It said 'git is not installed or not on PATH' (the missing directory made git's start fail)."""
+    gone = tmp_path / "gone" / ".git"
+    argv = ["hooks", "check-push", "--git-dir", str(gone), "--", "origin", "url"]
+    proc = run_gitledger(*argv, cwd=tmp_path, input=f"{'a' * 40} refs/heads/new {KEY}\n")
+    assert (
+        proc.returncode == 1
+        and proc.stderr == f"gitledger: {gone} is not a directory; give a git repository's path\n"
+    )

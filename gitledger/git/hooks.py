@@ -60,6 +60,8 @@ def run_git(
     try:
         proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
+        if cwd is not None and not os.path.isdir(cwd):  # the directory is missing, not git
+            raise GitError(f"{cwd} is not a directory; give a git repository's path") from exc
         raise GitError("git is not installed or not on PATH; install git") from exc
     if check and proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
