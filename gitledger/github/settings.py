@@ -96,8 +96,8 @@ class GitHubSettings:
         token = next((environ[v].strip() for v in TOKEN_VARS if environ.get(v, "").strip()), "")
         if not token:
             raise GitHubSettingsError(
-                "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a token that can read and write "
-                "pull requests of the repository"
+                "no GitHub token: set GITHUB_TOKEN (or GH_TOKEN) to a token that can read the repository's "
+                "pull requests and issues (and write them, for 'github comment' and closing duplicates)"
             )
         full = _repository(repo, git_repo)
         base = (api_url or environ.get("GITHUB_API_URL", "").strip() or DEFAULT_API_URL).rstrip("/")
