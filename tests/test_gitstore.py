@@ -93,6 +93,31 @@ def test_works_in_empty_repo_detached_head_worktree_and_bare(tmp_path: Path, rep
     assert record(bare, step="third")["status"] == "skipped"
 
 
+@pytest.mark.parametrize(
+    "name", ["plain", "new\nline dir", os.fsdecode(b"not utf-8 \xff"), "new\nline \xe9 \xff"]
+)
+def test_a_repository_path_with_a_newline_or_bytes_that_are_not_utf8(tmp_path: Path, name: str):
+    # git rev-parse printed such a path over two lines (the ledger went to a directory that did not
+    # exist: every write failed), or in bytes that did not decode (an internal error for every command)
+    path = init_repo(tmp_path / name)
+    wt = tmp_path / f"{name} wt"
+    git("worktree", "add", "-q", "-b", "side", str(wt), cwd=path)
+    assert record(path)["status"] == "created"
+    assert record(wt)["status"] == "skipped"
+    assert run_gitledger("flush", cwd=wt).returncode == 0
+    assert [e["state"] for e in run_json("list", cwd=path)] == ["done"]
+    assert git("log", "--format=%s", "refs/notes/gitledger", cwd=path) == "gitledger: 2 events"
+    assert (path / ".git" / "gitledger.journal").is_file()
+    bare = tmp_path / f"{name}.git"
+    git("clone", "-q", "--bare", str(path), str(bare), cwd=tmp_path)
+    for where in (bare, bare / "refs"):  # a check that runs git, in a bare repository and inside one
+        argv = ["run-step", "-t", "T-1", "-s", "bare", "--check", "trailer", "--json", "--", "true"]
+        proc = run_gitledger(*argv, cwd=where)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["status"] in ("created", "skipped"), (
+            proc.stderr
+        )
+
+
 def test_survives_gc_and_notes_prune(repo: Path):
     keys = [record(repo, task=f"T-{i}")["key"] for i in range(5)]
     git("gc", "--prune=now", "--aggressive", "-q", cwd=repo)

@@ -202,6 +202,14 @@ class RefUpdater:
         self._stop()
 
 
+_PATHS = (("--git-dir",), ("--git-common-dir",), ("--git-path", "objects"))  # discover() asks for these
+
+
+def _rev_parse(start: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    argv = ["git", "rev-parse", *args]
+    return subprocess.run(argv, cwd=start, capture_output=True, env=git_env(), check=False)
+
+
 class GitRepo:
     """A git repository (normal, worktree or bare) as gitledger uses it."""
 
@@ -244,24 +252,8 @@ class GitRepo:
         except (OSError, ValueError) as exc:  # a name too long, or a NUL (from an agent hook's JSON)
             why = getattr(exc, "strerror", None) or exc
             raise UsageError(f"cannot open {str(path)!r}: {why}; pass --repo with a repository") from exc
-        proc = subprocess.run(
-            [
-                "git",
-                "rev-parse",
-                "--path-format=absolute",
-                "--git-dir",
-                "--git-common-dir",
-                "--git-path",
-                "objects",
-                "--is-bare-repository",
-                "--show-object-format",
-                "--show-cdup",
-            ],
-            cwd=start,
-            capture_output=True,
-            env=git_env(),
-            check=False,
-        )
+        asked = ("--is-bare-repository", "--show-object-format", "--show-cdup", "--path-format=absolute")
+        proc = _rev_parse(start, *asked, *sum(_PATHS, ()))
         if proc.returncode != 0:
             message = proc.stderr.decode(errors="replace").strip().splitlines()
             detail = message[-1] if message else f"exit {proc.returncode}"
@@ -270,9 +262,14 @@ class GitRepo:
                     f"{start} is not inside a git repository; run 'git init' there or pass --repo PATH"
                 )
             raise GitError(f"git cannot open {start}: {detail}")
-        lines = proc.stdout.decode().split("\n")
-        git_dir, common_dir, objects_dir, bare, object_format = lines[:5]
-        worktree = None if bare == "true" else (start / lines[5]).resolve()
+        # in argument order; no --show-cdup line outside a work tree (a bare repository), a newline in
+        # a path makes more lines than three; a path is read in whatever bytes it has (os.fsdecode)
+        bare, object_format, *rest = os.fsdecode(proc.stdout).split("\n")[:-1]
+        cdup = rest.pop(0) if rest and not rest[0].startswith("/") else ""
+        if len(rest) != 3:
+            rest = [os.fsdecode(_rev_parse(start, asked[-1], *q).stdout[:-1]) for q in _PATHS]
+        git_dir, common_dir, objects_dir = rest
+        worktree = None if bare == "true" else (start / cdup).resolve()
         return cls(Path(git_dir), Path(common_dir), Path(objects_dir), worktree, object_format)
 
     # -- running git -------------------------------------------------------------------------------
