@@ -311,6 +311,52 @@ def test_claims_remote_in_config_and_an_unreachable_remote_fail_closed(tmp_path:
     assert "not pushed to 'origin'" in proc.stderr  # publishing the outcome failed too, as a warning
 
 
+@pytest.mark.parametrize("remote_has_ledger", [False, True])
+def test_a_remote_of_the_other_object_format_is_refused_in_one_clear_line(
+    tmp_path: Path, remote_has_ledger: bool
+) -> None:
+    # a sha256 clone and a sha1 remote: the push to an empty remote failed with git's "protocol
+    # error: unexpected capabilities^{}", a fetch was "remote not reachable: retry or --allow-offline"
+    remote = init_repo(tmp_path / "remote.git", bare=True)
+    if remote_has_ledger:
+        _, (sha1,) = make_remote(tmp_path / "sha1", 1, url=str(remote))
+        record(sha1, "T", ["a"])
+        sync(sha1)
+    local = tmp_path / "sha256"
+    git("init", "-q", "--object-format=sha256", str(local), cwd=tmp_path)
+    git("remote", "add", "origin", str(remote), cwd=local)
+    record(local, "T", ["b"])
+    before = refs(remote)
+    effect = tmp_path / "effect"
+    for args in (
+        ["sync"],
+        ["run-step", "-t", "T", "-s", "c", "--remote", "origin", "--", "touch", str(effect)],
+        [
+            "run-step",
+            "-t",
+            "T",
+            "-s",
+            "c",
+            "--remote",
+            "origin",
+            "--allow-offline",
+            "--",
+            "touch",
+            str(effect),
+        ],
+    ):
+        proc = run_gitledger(*args, cwd=local)
+        assert proc.returncode == 2, proc.stderr
+        (line,) = proc.stderr.strip().splitlines()
+        assert "'origin': it hashes objects with another algorithm than this sha256 repository" in line
+        assert "remote of the same one" in line
+    assert not effect.exists() and refs(remote) == before
+    assert {row["key"].split(".")[1]: row["state"] for row in run_json("list", cwd=local)} == {
+        "b": "done",
+        "c": "none",
+    }
+
+
 def test_unknown_remote_is_a_usage_error(tmp_path: Path) -> None:
     _, (a,) = make_remote(tmp_path, 1)
     proc = run_gitledger("sync", "nowhere", cwd=a)

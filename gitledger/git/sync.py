@@ -75,8 +75,25 @@ _RETRYABLE = (
 )
 
 
+# what git says when the two sides hash objects differently (sha1 and sha256); to an empty remote of
+# the other kind, a push only gets the wrong length of the zero id of its 'capabilities^{}' line
+_OTHER_HASH = ("mismatched algorithms", "support this repository's hash algorithm", "capabilities^{}")
+
+
 class RemoteUnavailableError(GitError):
     """The remote could not be reached (or refused to talk): the caller decides whether to go on."""
+
+
+def _unavailable(repo: GitRepo, remote: str, what: str, stderr: bytes) -> GitledgerError:
+    """The error for a fetch or push that did not reach ``remote``; another hash algorithm there is no
+    network trouble: retrying, or acting offline, would not help."""
+    if any(s in stderr.decode(errors="replace") for s in _OTHER_HASH):
+        return UsageError(
+            f"cannot {what} '{remote}': it hashes objects with another algorithm than this "
+            f"{repo.object_format} repository (extensions.objectFormat); a ledger travels only between "
+            "repositories of one object format, so sync with a remote of the same one"
+        )
+    return RemoteUnavailableError(f"cannot {what} '{remote}': {git_message(stderr)}")
 
 
 def tracking_ref(remote: str, ref: str) -> str:
@@ -300,9 +317,7 @@ class LedgerSync:
             if "cannot lock ref" not in err and "unable to update local ref" not in err:
                 break
             self.sleep(0.05 * (attempt + 1))  # a concurrent 'git fetch' holds the tracking ref
-        raise RemoteUnavailableError(
-            f"cannot fetch the ledger from '{self.remote}': {git_message(proc.stderr)}"
-        )
+        raise _unavailable(self.repo, self.remote, "fetch the ledger from", proc.stderr)
 
     def _remote_tip(self, ref: str) -> str | None:
         """The fetched copy of the remote's ``ref``; damaged, it is the remote's to repair: the local
@@ -433,7 +448,7 @@ class LedgerSync:
                 return False
             reason = "; ".join(f"{ref} {summary}" for ref, summary in sorted(rejected.items()))
             raise GitError(f"'{self.remote}' refused the ledger push: {reason}")
-        raise RemoteUnavailableError(f"cannot push the ledger to '{self.remote}': {git_message(proc.stderr)}")
+        raise _unavailable(self.repo, self.remote, "push the ledger to", proc.stderr)
 
     # -- the loop ----------------------------------------------------------------------------------
 
