@@ -357,6 +357,37 @@ def test_a_remote_of_the_other_object_format_is_refused_in_one_clear_line(
     }
 
 
+def test_a_partial_clone_reads_the_ledger_it_fetched(tmp_path: Path) -> None:
+    # a clone with --filter=blob:none fetched the ledger's commits and trees without the notes and
+    # intents (blobs): every entry read as corrupt and a done step asked for 'resolve'
+    remote, (a,) = make_remote(tmp_path, 1)
+    git("config", "uploadpack.allowFilter", "true", cwd=remote)
+    (a / "f").write_text("x\n")
+    git("add", "f", cwd=a)
+    git("commit", "-q", "-m", "one", cwd=a)
+    git("push", "-q", "origin", "HEAD:refs/heads/main", cwd=a)
+    record(a, "T", ["a", "b"])
+    sync(a)
+    url = f"file://{remote}"
+    by_sync, by_fetch = tmp_path / "by-sync", tmp_path / "by-fetch"
+    for clone in (by_sync, by_fetch):
+        git("clone", "-q", "--filter=blob:none", url, str(clone), cwd=tmp_path)
+    sync(by_sync)  # its own fetch of the ledger brings every object
+    missing = git("rev-list", "--objects", "--missing=print", "refs/notes/gitledger", cwd=by_sync)
+    assert "?" not in missing
+    assert run_gitledger("init", cwd=by_fetch).returncode == 0
+    git("fetch", "-q", "origin", cwd=by_fetch)  # the partial clone's filter: the blobs stay behind
+    missing = git(
+        "rev-list", "--objects", "--missing=print", "refs/gitledger/remotes/origin/notes", cwd=by_fetch
+    )
+    assert "\n?" in missing
+    sync(by_fetch)  # git fetches what the ledger reads, when it reads it
+    for clone in (by_sync, by_fetch):
+        assert [row["state"] for row in run_json("list", cwd=clone)] == ["done", "done"]
+        proc = run_gitledger("run-step", "-t", "T", "-s", "a", "--", "false", cwd=clone)
+        assert proc.returncode == 0 and "skipped" in proc.stderr, proc.stderr
+
+
 def test_unknown_remote_is_a_usage_error(tmp_path: Path) -> None:
     _, (a,) = make_remote(tmp_path, 1)
     proc = run_gitledger("sync", "nowhere", cwd=a)

@@ -229,6 +229,7 @@ class ObjectReader:
         self._bases: dict[tuple[str, int], tuple[str, bytes]] = {}
         # git knows the empty tree without storing it (a commit may name it and nothing else has it)
         self._empty_tree = hash_object("tree", b"", object_format)
+        self.promisor = False  # a partial clone's pack seen: a missing object may be git's to fetch
 
     @staticmethod
     def _alternates(objects_dir: str, depth: int = 0) -> list[str]:
@@ -260,6 +261,7 @@ class ObjectReader:
             except OSError:
                 continue
             for name in names:
+                self.promisor = self.promisor or name.endswith(".promisor")
                 if name.endswith(".idx") and name.startswith("pack-"):
                     path = os.path.join(pack_dir, name)
                     seen.add(path)

@@ -176,7 +176,7 @@ class GitStore:
         if found is None:
             if damaged:
                 raise DamagedObjectError(f"object {name} is damaged; run 'git fsck'")
-            return None
+            return self.repo.read(name) if self._reader.promisor else None  # git fetches it lazily
         return name, found[0], found[1]
 
     def read_as(self, oid: str, kind: str) -> bytes | None:

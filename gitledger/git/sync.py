@@ -306,6 +306,7 @@ class LedgerSync:
                 "--no-write-fetch-head",
                 "--no-auto-maintenance",
                 "--no-recurse-submodules",
+                "--no-filter",  # a partial clone's filter would leave the notes out (fetched one by one)
                 self.remote,
                 *fetch_refspecs(self.remote),
                 check=False,
