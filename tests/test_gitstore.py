@@ -118,6 +118,21 @@ def test_a_repository_path_with_a_newline_or_bytes_that_are_not_utf8(tmp_path: P
         )
 
 
+@pytest.mark.parametrize("name", ["source", os.fsdecode(b"source \xff")])
+def test_a_ledger_in_the_objects_of_an_alternate_is_read(tmp_path: Path, name: str):
+    # objects/info/alternates naming a path in bytes that are not UTF-8 was an internal error
+    source = init_repo(tmp_path / name)
+    key = record(source)["key"]
+    assert run_gitledger("flush", cwd=source).returncode == 0
+    shared = tmp_path / "shared"
+    git("clone", "-q", "--shared", str(source), str(shared), cwd=tmp_path)
+    git("fetch", "-q", "origin", "refs/notes/gitledger:refs/notes/gitledger", cwd=shared)
+    git("fetch", "-q", "origin", "refs/gitledger/intents:refs/gitledger/intents", cwd=shared)
+    assert not list((shared / ".git" / "objects" / "pack").glob("*.pack"))  # all in the alternate
+    assert [(e["key"], e["state"]) for e in run_json("list", cwd=shared)] == [(key, "done")]
+    assert record(shared)["status"] == "skipped"
+
+
 def test_survives_gc_and_notes_prune(repo: Path):
     keys = [record(repo, task=f"T-{i}")["key"] for i in range(5)]
     git("gc", "--prune=now", "--aggressive", "-q", cwd=repo)

@@ -234,8 +234,8 @@ class ObjectReader:
     @staticmethod
     def _alternates(objects_dir: str, depth: int = 0) -> list[str]:
         try:
-            with open(os.path.join(objects_dir, "info", "alternates"), encoding="utf-8") as fh:
-                lines = fh.read().splitlines()
+            with open(os.path.join(objects_dir, "info", "alternates"), "rb") as fh:
+                lines = os.fsdecode(fh.read()).splitlines()  # a path, in whatever bytes it has
         except OSError:
             return []
         found: list[str] = []
