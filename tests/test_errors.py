@@ -29,6 +29,23 @@ def test_git_message_keeps_every_fatal_and_error_line() -> None:
     assert len(git_message(b"error: " + b"x" * 5000)) == 2000
 
 
+@pytest.mark.parametrize(
+    "args", [("list",), ("run-step", "-t", "T", "-s", "s", "--", "true"), ("hooks", "install"), ("sync",)]
+)
+def test_a_repository_of_another_user_says_how_to_trust_it(repo: Path, args: tuple[str, ...]) -> None:
+    # git's "detected dubious ownership" came out as its last line only ("\x09git config --global
+    # --add safe.directory ..."), or as the whole message with escaped newlines (hooks install)
+    proc = run_gitledger(*args, cwd=repo, env={"GIT_TEST_ASSUME_DIFFERENT_OWNER": "1"})
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert "the repository belongs to another user (safe.directory)" in line, line
+    assert line.endswith(f"to trust it: git config --global --add safe.directory {repo}"), line
+    assert (
+        not (repo / ".git" / "gitledger.journal").exists()
+        and not (repo / ".git" / "hooks" / "pre-push").exists()
+    )
+
+
 def test_an_unreachable_remote_names_the_cause(repo: Path, tmp_path: Path) -> None:
     git("remote", "add", "far", str(tmp_path / "nowhere"), cwd=repo)
     proc = run_gitledger("sync", "far", cwd=repo)

@@ -108,3 +108,18 @@ def git_message(stderr: bytes) -> str:
     relevant = [line.split(":", 1)[1].strip() for line in lines if line.startswith(("fatal:", "error:"))]
     text = "; ".join(dict.fromkeys(relevant)) if relevant else (lines[-1] if lines else "no message")
     return text if len(text) <= 2000 else text[:1997] + "..."
+
+
+def cannot_open(path: object, stderr: bytes) -> GitledgerError:
+    """The error for git refusing to open the repository at ``path``: not a repository, or another
+    user's (``safe.directory``), are usage errors that say what to do; anything else is git's message."""
+    if b"not a git repository" in stderr:
+        return UsageError(f"{path} is not inside a git repository; run 'git init' there or pass --repo PATH")
+    if b"dubious ownership" in stderr:
+        lines = stderr.decode(errors="replace").splitlines()
+        fix = next((line.strip() for line in lines if "git config" in line), "see 'git help config'")
+        return UsageError(
+            f"git refuses to open {path}: the repository belongs to another user (safe.directory); "
+            f"to trust it: {fix}"
+        )
+    return GitError(f"git cannot open {path}: {git_message(stderr)}")

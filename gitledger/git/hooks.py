@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from gitledger.core.errors import GitError, UsageError
+from gitledger.core.errors import GitError, UsageError, cannot_open
 from gitledger.core.keys import KEY_RE, TRAILER_TOKEN
 
 _HEADS = "refs/heads/"
@@ -80,12 +80,8 @@ def hooks_path(repo: Path) -> Path:
     if not os.path.isdir(repo):  # False, not an OSError, for a name too long
         raise UsageError(f"{repo} is not a directory; pass --repo a path inside a git repository")
     proc = run_git(["rev-parse", "--git-path", "hooks"], cwd=repo, check=False)
-    if proc.returncode != 0:
-        if "not a git repository" in proc.stderr:  # a usage error, exit 2 as everywhere else
-            raise UsageError(
-                f"{repo} is not inside a git repository; run 'git init' there or pass --repo PATH"
-            )
-        raise GitError(f"git cannot open {repo}: {proc.stderr.strip() or proc.returncode}")
+    if proc.returncode != 0:  # not a repository: a usage error, exit 2 as everywhere else
+        raise cannot_open(repo, proc.stderr.encode() or f"exit {proc.returncode}".encode())
     path = Path(proc.stdout.rstrip("\n"))
     return Path(os.path.abspath(path if path.is_absolute() else repo / path))
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from gitledger.core.errors import DamagedObjectError, GitError, UsageError, git_message
+from gitledger.core.errors import DamagedObjectError, GitError, UsageError, cannot_open, git_message
 
 LOCK_TIMEOUT = 60.0
 # The longest wait GITLEDGER_LOCK_TIMEOUT may ask for: a day. A holder stopped for longer is not
@@ -255,13 +255,7 @@ class GitRepo:
         asked = ("--is-bare-repository", "--show-object-format", "--show-cdup", "--path-format=absolute")
         proc = _rev_parse(start, *asked, *sum(_PATHS, ()))
         if proc.returncode != 0:
-            message = proc.stderr.decode(errors="replace").strip().splitlines()
-            detail = message[-1] if message else f"exit {proc.returncode}"
-            if "not a git repository" in detail:
-                raise UsageError(
-                    f"{start} is not inside a git repository; run 'git init' there or pass --repo PATH"
-                )
-            raise GitError(f"git cannot open {start}: {detail}")
+            raise cannot_open(start, proc.stderr or f"exit {proc.returncode}".encode())
         # in argument order; no --show-cdup line outside a work tree (a bare repository), a newline in
         # a path makes more lines than three; a path is read in whatever bytes it has (os.fsdecode)
         bare, object_format, *rest = os.fsdecode(proc.stdout).split("\n")[:-1]
