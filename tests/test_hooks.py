@@ -415,6 +415,23 @@ def test_pre_push_refuses_a_duplicate_branch_and_allows_the_override(
     assert {"agent-retry", "by-hand"} <= remote_branches(remote)
 
 
+def test_pre_push_in_a_repository_whose_path_is_not_utf8(remote: Path, tmp_path: Path) -> None:
+    # the check's git answers (the repository's path) were decoded as strict UTF-8: an internal error,
+    # and every push of a new keyed branch was refused
+    existing = publish_convention_branch(remote, tmp_path)
+    work = tmp_path / os.fsdecode(b"work \xff")
+    git("clone", "-q", str(remote), str(work), cwd=tmp_path)
+    install(work)
+    assert commit(work, "the same step again", key=KEY).returncode == 0
+    proc = push(work, "HEAD:refs/heads/agent-retry")
+    assert proc.returncode == 1 and f"'{existing}'" in proc.stderr and "internal error" not in proc.stderr
+    git("checkout", "-q", "--orphan", "fresh", cwd=work)
+    assert commit(work, "another step", key=OTHER_KEY).returncode == 0
+    proc = push(work, "HEAD:refs/heads/other-step")
+    assert proc.returncode == 0, proc.stderr
+    assert "other-step" in remote_branches(remote)
+
+
 def test_pre_push_allows_unrelated_and_convention_pushes(hooked: Path, remote: Path, tmp_path: Path) -> None:
     publish_convention_branch(remote, tmp_path)
     assert commit(hooked, "another step", key=OTHER_KEY).returncode == 0

@@ -58,7 +58,16 @@ def run_git(
     args: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
     try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+        # a path in bytes that are not UTF-8 stays that path (os.fsdecode's surrogateescape)
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="surrogateescape",
+            check=False,
+        )
     except FileNotFoundError as exc:
         if cwd is not None and not os.path.isdir(cwd):  # the directory is missing, not git
             raise GitError(f"{cwd} is not a directory; give a git repository's path") from exc
