@@ -93,6 +93,8 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
         "env GH_PROMPT_DISABLED=1 gh pr create --title Paginate --head agent/T1",
         "timeout 60 /usr/bin/gh pr create --title Paginate --head agent/T1",
         "gh pr create --head $(git branch --show-current) --title Paginate --head agent/T1",
+        "PR_URL=$(gh pr create --title Paginate --head agent/T1) && echo $PR_URL",
+        'echo "Opened: `gh pr create --title Paginate --head agent/T1`"',
     ],
 )
 def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(

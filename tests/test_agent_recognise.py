@@ -191,6 +191,27 @@ def test_a_command_substitution_is_part_of_its_word() -> None:
     assert list(split_commands("echo $((1 + (2)))x; ls")) == [["echo", "$((1 + (2)))x"], ["ls"]]
 
 
+def test_the_command_a_substitution_runs_is_read() -> None:
+    """URL=$(gh pr create …) runs gh pr create: it was read as an assignment, and nothing was guarded."""
+    for command in (
+        "PR_URL=$(gh pr create --head h --base b)",
+        'echo "opened $(gh pr create --head h --base b)"',
+        "echo `gh pr create --head h --base b`",
+        "x=$(echo $(gh pr create --head h --base b))",
+    ):
+        (effect,) = recognise_command(command, "/r")
+        assert (effect.kind, effect.head, effect.base, effect.cwd) == (PR, "h", "b", "/r"), command
+    (moved,) = recognise_command("cd sub && URL=$(git push origin feat)", "/r")
+    assert (moved.kind, moved.branch, moved.cwd) == (PUSH, "feat", "/r/sub")
+    # quoted or escaped it is text, and a substituted here-document stays the body (quotes in it too)
+    for text in ("echo '$(gh pr create --head h)'", "echo '`gh pr create`'", 'echo "\\$(gh pr create)"'):
+        assert recognise_command(text, "/r") == [], text
+    (comment,) = recognise_command(
+        'gh pr comment 3 --body "$(cat <<\'EOF\'\nIt\'s "done" (see #2)\nEOF\n)"', "/r"
+    )
+    assert comment.body == 'It\'s "done" (see #2)' and not comment.problems
+
+
 def test_an_unclosed_substitution_or_shells_too_deep_are_refused_with_the_reason() -> None:
     (effect,) = recognise_command("gh pr comment 3 --body $(cat f.md", "/r")
     assert effect.problems == ("the command (it does not parse)",)

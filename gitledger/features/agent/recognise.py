@@ -5,7 +5,8 @@ into simple commands at ``&&``, ``||``, ``;``, ``|``, newlines and parentheses, 
 assignments are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next
 commands run in. A command is read as the program it runs: past ``if``/``then``/``{``/``!``, the
 wrappers ``command``, ``exec``, ``nohup``, ``time``, ``env`` and ``timeout``, a path (``/usr/bin/gh``),
-and into the script of ``sh -c`` / ``bash -lc`` (three deep; deeper is refused). Recognised
+into the script of ``sh -c`` / ``bash -lc`` and into command substitutions (``$( … )``, backquotes;
+three deep; deeper is refused). Recognised
 (docs/agents.md, "What is guarded"):
 
 - ``gh pr create`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``, ``--body-file/-F``,
@@ -37,10 +38,12 @@ from gitledger.features.agent.shell import (
     SHELLS,
     command_run,
     lift_heredocs,
+    lift_substitutions,
     shell_script,
     split_commands,
     stdin_of,
     substituted_heredoc,
+    substitutions_of,
 )
 
 if TYPE_CHECKING:
@@ -540,8 +543,9 @@ def recognise_command(
     if not any(word in command for word in ("gh", "git", *(r.command[0] for r in rules if r.command))):
         return []  # the common case, decided without a tokenizer
     command, bodies = lift_heredocs(command)
+    line, substituted = lift_substitutions(command)
     try:
-        commands = list(split_commands(command))
+        commands = list(split_commands(line))
     except ValueError:
         # unbalanced quotes: the shell would refuse it too, unless it guards something we know
         if re.search(r"\bgh\s+(pr|issue|api)\b|\bgit\s+push\b", command):
@@ -551,16 +555,16 @@ def recognise_command(
     env: dict[str, str] = {}
     here = cwd
     for words in commands:
+        words, scripts = substitutions_of(words, substituted)
+        for script in scripts:  # run before the command: URL=$(gh pr create …)
+            effects.extend(_nested(script, here, rules, nested))
         words = command_run(words, env)
         if not words:
             continue
         if words[0] in SHELLS:
-            script = shell_script(words[1:])
-            if script is not None and nested < _MAX_NESTED:
-                effects.extend(recognise_command(script, here, rules, nested + 1))
-            elif script is not None and re.search(r"\bgh\b|\bgit\b", script):
-                problem = f"the command (more than {_MAX_NESTED} shells deep)"
-                effects.append(Effect(PR, "a shell command", problems=(problem,)))
+            inner = shell_script(words[1:])
+            if inner is not None:
+                effects.extend(_nested(inner, here, rules, nested))
             continue
         if words[0] == "cd" and len(words) == 2:
             import os
@@ -583,6 +587,16 @@ def recognise_command(
         elif words[0] == "git" and len(words) >= 2 and words[1] == "push":
             effects.extend(_git_push(words, here))
     return effects
+
+
+def _nested(script: str, cwd: str | None, rules: Sequence[AgentRule], nested: int) -> list[Effect]:
+    """The effects of a script the command line runs (``sh -c``, a substitution), three deep at most."""
+    if nested < _MAX_NESTED:
+        return recognise_command(script, cwd, rules, nested + 1)
+    if re.search(r"\bgh\b|\bgit\b", script):
+        problem = f"the command (more than {_MAX_NESTED} shells deep)"
+        return [Effect(PR, "a shell command", problems=(problem,))]
+    return []
 
 
 def _complete(effect: Effect) -> Effect:

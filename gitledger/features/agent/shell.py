@@ -97,6 +97,140 @@ def lift_heredocs(command: str) -> tuple[str, list[str]]:
     return "".join(out), bodies
 
 
+_SUBSTITUTION = "\x00gitledger-substitution-"  # the text a lifted $( ) or ` ` leaves in its word
+_SUBSTITUTION_MARK = r"\x00gitledger-substitution-(\d+)\x00"
+_SPECIAL = r"[\\'\"$`]"
+
+
+def lift_substitutions(command: str) -> tuple[str, list[str]]:
+    """The command line with each command substitution outside single quotes (``$( … )``, `` ` … ` ``)
+    replaced by a mark, and their texts: the shell runs what they hold, so the guard reads it too
+    (``URL=$(gh pr create …)``). :func:`substitutions_of` puts the texts back into a command's words
+    and gives the scripts. One not closed is left as it is (the words then do not parse)."""
+    if "$(" not in command and "`" not in command:
+        return command, []
+    out: list[str] = []
+    texts: list[str] = []
+    double = False
+    i, n = 0, len(command)
+    special = re.compile(_SPECIAL)
+    while i < n:
+        found = special.search(command, i)
+        if found is None:
+            out.append(command[i:])
+            break
+        j = found.start()
+        out.append(command[i:j])
+        c = command[j]
+        if c == "\\":
+            out.append(command[j : j + 2])
+            i = j + 2
+            continue
+        if c == "'" and not double:
+            end = command.find("'", j + 1)
+            end = n - 1 if end == -1 else end
+            out.append(command[j : end + 1])
+            i = end + 1
+            continue
+        if c == '"':
+            double = not double
+        elif command.startswith("$(", j) or c == "`":
+            try:
+                end = _substitution_close(command, j)
+            except ValueError:
+                out.append(command[j:])
+                break
+            out.append(f"{_SUBSTITUTION}{len(texts)}\x00")
+            texts.append(command[j:end])
+            i = end
+            continue
+        out.append(c)
+        i = j + 1
+    return "".join(out), texts
+
+
+def substitutions_of(words: list[str], texts: list[str]) -> tuple[list[str], list[str]]:
+    """A command's words with the texts of their substitutions put back, and the scripts they run."""
+    scripts: list[str] = []
+
+    def back(found: re.Match[str]) -> str:
+        n = int(found.group(1))
+        if n >= len(texts):
+            return found.group(0)
+        text = texts[n]
+        scripts.append(text[2:-1] if text.startswith("$(") else text[1:-1].replace("\\`", "`"))
+        return text
+
+    if not texts:
+        return words, scripts
+    mark = re.compile(_SUBSTITUTION_MARK)
+    return [mark.sub(back, w) if _SUBSTITUTION in w else w for w in words], scripts
+
+
+def _substitution_close(line: str, i: int) -> int:
+    """The index after the substitution that starts at ``line[i]`` (``$(`` or a backquote): quotes,
+    nested substitutions and here-documents inside it are followed. Raises ValueError when it is not
+    closed."""
+    if line[i] == "`":
+        j = i + 1
+        while j < len(line):
+            if line[j] == "\\":
+                j += 2
+                continue
+            if line[j] == "`":
+                return j + 1
+            j += 1
+        raise ValueError("No closing backquote")
+    depth, pending = 1, []
+    j, n = i + 2, len(line)
+    while j < n:
+        c = line[j]
+        if c == "\\":
+            j += 2
+        elif c == "'":
+            end = line.find("'", j + 1)
+            if end == -1:
+                break
+            j = end + 1
+        elif c == '"':
+            j += 1
+            while j < n and line[j] != '"':
+                if line[j] == "\\":
+                    j += 2
+                elif line.startswith("$(", j) or line[j] == "`":
+                    j = _substitution_close(line, j)
+                else:
+                    j += 1
+            j += 1
+        elif line.startswith("$(", j) or c == "`":
+            j = _substitution_close(line, j)
+        elif line.startswith("<<<", j):
+            j += 3
+        elif line.startswith("<<", j) and (start := re.compile(_HEREDOC_START).match(line, j)):
+            delimiter = next(g for g in start.groups()[1:] if g is not None)
+            pending.append((delimiter, start.group(1) == "-"))
+            j = start.end()
+        elif c == "\n" and pending:
+            j += 1
+            for delimiter, tabs in pending:  # its lines are input: skip to the delimiter's line
+                while j < n:
+                    end = line.find("\n", j)
+                    text = line[j:] if end == -1 else line[j:end]
+                    j = n if end == -1 else end + 1
+                    if (text.lstrip("\t") if tabs else text) == delimiter:
+                        break
+            pending = []
+        else:
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if not depth:
+                    return j + 1
+            j += 1
+    raise ValueError("No closing parenthesis")
+
+
 def split_commands(command: str) -> Iterator[list[str]]:
     """The simple commands of a shell command line, as word lists (quotes removed, nothing expanded)."""
     # newlines separate commands, also with no blank around them ("main\ngit push": two commands)
@@ -324,9 +458,11 @@ __all__ = [
     "SHELLS",
     "command_run",
     "lift_heredocs",
+    "lift_substitutions",
     "shell_script",
     "split_commands",
     "stdin_of",
     "strip_assignments",
     "substituted_heredoc",
+    "substitutions_of",
 ]
