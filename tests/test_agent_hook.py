@@ -95,6 +95,7 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
         "gh pr create --head $(git branch --show-current) --title Paginate --head agent/T1",
         "PR_URL=$(gh pr create --title Paginate --head agent/T1) && echo $PR_URL",
         'echo "Opened: `gh pr create --title Paginate --head agent/T1`"',
+        "gh pr new --title Paginate --head agent/T1",
     ],
 )
 def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(
@@ -131,6 +132,12 @@ def test_comments_and_issues_keyed_on_task_and_target(bench: dict[str, Any]) -> 
     reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t9"))[:2])
     assert reason is not None and comment.html_url in reason and "PATCH" in reason
     different = f"gh issue comment {issue} --body 'Found a regression in export_job.py, investigating.'"
+    issue_first = "gh issue create --title 'Flaky export_job.py on CI' --body 'Seen twice.'"
+    assert hook("claude", bash("PreToolUse", issue_first, bench["dir"], tool_use_id="t11")) == (0, "", "")
+    # gh's alias of create, reworded, while the first call is in flight: the same issue
+    issue_new = "gh issue new -t 'export_job.py is flaky on CI' -b 'Seen twice now.'"
+    reason = denied(*hook("claude", bash("PreToolUse", issue_new, bench["dir"], tool_use_id="t12"))[:2])
+    assert reason is not None and "is being made right now" in reason
     assert hook("claude", bash("PreToolUse", different, bench["dir"], tool_use_id="t10")) == (0, "", "")
     # without a task, comments are refused (exit 2) with what to set
     code, out, err = hook("claude", bash("PreToolUse", first, bench["dir"]), {"GITLEDGER_TASK": ""})

@@ -33,9 +33,11 @@ MARK = "gitledger agent-hook"
 _KEEP = "fix it first, gitledger does not overwrite it"  # what a settings file it cannot merge needs
 CLAUDE_IFS = (
     "Bash(gh pr create *)",
+    "Bash(gh pr new *)",
     "Bash(gh pr comment *)",
     "Bash(gh issue comment *)",
     "Bash(gh issue create *)",
+    "Bash(gh issue new *)",
     "Bash(gh api *)",
     "Bash(git push *)",
 )

@@ -9,11 +9,11 @@ into the script of ``sh -c`` / ``bash -lc`` and into command substitutions (``$(
 three deep; deeper is refused). Recognised
 (docs/agents.md, "What is guarded"):
 
-- ``gh pr create`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``, ``--body-file/-F``,
-  ``--repo/-R``)
+- ``gh pr create``, alias ``gh pr new`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``,
+  ``--body-file/-F``, ``--repo/-R``)
 - ``gh pr comment N`` / ``gh issue comment N`` (``--body/-b``, ``--body-file/-F``; ``--edit-last`` is
   an edit, not a new comment)
-- ``gh issue create`` (``--title/-t``, ``--body/-b``, ``--body-file/-F``)
+- ``gh issue create``, alias ``gh issue new`` (``--title/-t``, ``--body/-b``, ``--body-file/-F``)
 - ``gh api`` POSTs (``-X POST``, or any ``-f``/``-F`` field) to ``repos/O/R/pulls``,
   ``repos/O/R/issues`` and ``repos/O/R/issues/N/comments`` (``{owner}/{repo}`` placeholders too)
 - ``git push [REMOTE] [REFSPEC…]`` (no refspec: the current branch; ``--delete``, ``--tags`` and
@@ -165,6 +165,8 @@ def _options(
 
 def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | None) -> Effect | None:
     args = words[1:]
+    if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "new":  # gh's alias of create
+        args = [args[0], "create", *args[2:]]
     # global flags before the subcommand are rare; -R may also come first
     if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
         values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
