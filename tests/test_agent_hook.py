@@ -96,6 +96,7 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
         "PR_URL=$(gh pr create --title Paginate --head agent/T1) && echo $PR_URL",
         'echo "Opened: `gh pr create --title Paginate --head agent/T1`"',
         "gh pr new --title Paginate --head agent/T1",
+        "gh api https://api.github.com/repos/acme/widgets/pulls -f head=agent/T1 -f base=main -f title=P",
     ],
 )
 def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gitledger.core.effects import COMMENT, PR, PUSH
+from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH
 from gitledger.features.agent.recognise import recognise_command
 from gitledger.features.agent.shell import lift_heredocs, split_commands
 
@@ -210,6 +210,20 @@ def test_the_command_a_substitution_runs_is_read() -> None:
         'gh pr comment 3 --body "$(cat <<\'EOF\'\nIt\'s "done" (see #2)\nEOF\n)"', "/r"
     )
     assert comment.body == 'It\'s "done" (see #2)' and not comment.problems
+
+
+def test_gh_api_by_url_and_graphql_mutations_that_create() -> None:
+    for url in ("https://api.github.com/repos/o/r/pulls", "https://ghe.example/api/v3/repos/o/r/pulls"):
+        (effect,) = recognise_command(f"gh api {url} -f head=h -f title=T", "/r")
+        assert (effect.kind, effect.repo, effect.head, effect.problems) == (PR, "o/r", "h", ())
+    mutation = "gh api graphql -f query='mutation { %s(input: {}) { clientMutationId } }'"
+    for name, kind in (("createPullRequest", PR), ("addComment", COMMENT), ("createIssue", ISSUE)):
+        (refused,) = recognise_command(mutation % name, "/r")
+        assert refused.kind == kind and f"GraphQL {name} mutation" in refused.problems[0]
+    assert recognise_command("gh api graphql -f query='query { viewer { login } }'", "/r") == []
+    assert recognise_command(mutation % "addLabelsToLabelable", "/r") == []
+    (unread,) = recognise_command("gh api graphql -F query=@/nonexistent/q.graphql", "/r")
+    assert unread.problems == ("the GraphQL query (pass it with -f query=...)",)
 
 
 def test_an_unclosed_substitution_or_shells_too_deep_are_refused_with_the_reason() -> None:

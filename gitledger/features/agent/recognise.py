@@ -15,7 +15,9 @@ three deep; deeper is refused). Recognised
   an edit, not a new comment)
 - ``gh issue create``, alias ``gh issue new`` (``--title/-t``, ``--body/-b``, ``--body-file/-F``)
 - ``gh api`` POSTs (``-X POST``, or any ``-f``/``-F`` field) to ``repos/O/R/pulls``,
-  ``repos/O/R/issues`` and ``repos/O/R/issues/N/comments`` (``{owner}/{repo}`` placeholders too)
+  ``repos/O/R/issues`` and ``repos/O/R/issues/N/comments`` (``{owner}/{repo}`` placeholders too, or
+  a whole URL); ``gh api graphql`` with a ``createPullRequest``, ``addComment`` or ``createIssue``
+  mutation is refused (it cannot be keyed)
 - ``git push [REMOTE] [REFSPEC…]`` (no refspec: the current branch; ``--delete``, ``--tags`` and
   ``--mirror`` are not branch creations)
 - GitHub MCP server tools (``mcp__github__…``, also ``mcp__plugin_*_github__…``):
@@ -57,6 +59,9 @@ _API_PATH = (
     r"^/?repos/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/"
     r"(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
 )
+_API_HOST = r"^https?://[^/]+(?:/api/v3)?"
+_GRAPHQL_CREATES = r"\b(createPullRequest|addComment|createIssue)\b"
+_GH_FOR = {PR: "pr create", COMMENT: "pr comment / gh issue comment", ISSUE: "issue create"}
 _MAX_NESTED = 3  # sh -c scripts inside sh -c scripts read (deeper: refused)
 _ISSUE_URL = r"/(?P<owner>[^/\s]+)/(?P<name>[^/\s]+)/(?:pull|issues)/(?P<number>\d+)"
 
@@ -273,6 +278,9 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
         i += 1
     if path is None:
         return None
+    path = re.sub(_API_HOST, "", path)  # gh api takes a whole URL too
+    if path.strip("/") == "graphql":
+        return _graphql(fields, has_input, cwd)
     if method is None:
         method = "POST" if fields or has_input else "GET"
     if method != "POST":
@@ -320,6 +328,24 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
         cwd=cwd,
         problems=problems or (() if fields.get("title") else ("the issue title (-f title=...)",)),
     )
+
+
+def _graphql(fields: Mapping[str, str], has_input: bool, cwd: str | None) -> Effect | None:
+    """A GraphQL mutation that makes a PR, a comment or an issue cannot be keyed: refused with the reason."""
+    query = fields.get("query")
+    if query is not None and query.startswith("@"):  # -F query=@file
+        query = _body({"body_file": query[1:]}, cwd, None)
+    if query is None:
+        if not has_input and "query" not in fields:
+            return None
+        problem = "the GraphQL query (pass it with -f query=...)"
+        return Effect(PR, "gh api graphql", problems=(problem,))
+    found = re.search(_GRAPHQL_CREATES, query)
+    if found is None or not re.search(r"\bmutation\b", query):
+        return None
+    kind = {"createPullRequest": PR, "addComment": COMMENT, "createIssue": ISSUE}[found.group(1)]
+    problem = f"what a GraphQL {found.group(1)} mutation makes (use gh {_GH_FOR[kind]} instead)"
+    return Effect(kind, "gh api graphql", problems=(problem,))
 
 
 def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
