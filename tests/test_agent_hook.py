@@ -78,6 +78,9 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
     )
     push = bash("PreToolUse", "git push -u origin agent/T2", bench["dir"])
     assert "Push your commits to agent/T1" in str(denied(*hook("claude", push)[:2]))
+    for options in ("-C .", "-c push.default=current", "--no-pager -C ../agent"):  # git's own options
+        push = bash("PreToolUse", f"git {options} push -u origin agent/T2", bench["dir"])
+        assert "Push your commits to agent/T1" in str(denied(*hook("claude", push)[:2])), options
     assert hook("claude", bash("PreToolUse", "git push origin agent/T1", bench["dir"])) == (0, "", "")
 
 

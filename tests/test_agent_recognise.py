@@ -165,6 +165,12 @@ def test_wrapped_commands_are_read_as_the_command_they_run(wrapped: str) -> None
     assert effect._replace(source="") == plain._replace(source="")
 
 
+def test_git_s_own_options_before_push() -> None:
+    (push,) = recognise_command("git -C sub -c http.extraHeader=x --no-pager push origin feat", "/r")
+    assert (push.kind, push.branch, push.remote, push.cwd) == (PUSH, "feat", "origin", "/r/sub")
+    assert recognise_command("git -C sub status", "/r") == []
+
+
 def test_a_wrapper_s_environment_and_directory_reach_the_command() -> None:
     (effect,) = recognise_command("env GH_REPO=o/r gh pr comment 3 --body x", "/r")
     assert (effect.kind, effect.repo, effect.target) == (COMMENT, "o/r", 3)

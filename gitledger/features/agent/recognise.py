@@ -18,8 +18,8 @@ three deep; deeper is refused). Recognised
   ``repos/O/R/issues`` and ``repos/O/R/issues/N/comments`` (``{owner}/{repo}`` placeholders too, or
   a whole URL); ``gh api graphql`` with a ``createPullRequest``, ``addComment`` or ``createIssue``
   mutation is refused (it cannot be keyed)
-- ``git push [REMOTE] [REFSPEC…]`` (no refspec: the current branch; ``--delete``, ``--tags`` and
-  ``--mirror`` are not branch creations)
+- ``git push [REMOTE] [REFSPEC…]``, also after git's own options (``git -C DIR -c k=v push``) (no
+  refspec: the current branch; ``--delete``, ``--tags`` and ``--mirror`` are not branch creations)
 - GitHub MCP server tools (``mcp__github__…``, also ``mcp__plugin_*_github__…``):
   ``create_pull_request``, ``add_issue_comment``, ``create_issue``, ``issue_write`` (method create),
   ``create_branch``, ``push_files``, ``create_or_update_file``
@@ -348,6 +348,24 @@ def _graphql(fields: Mapping[str, str], has_input: bool, cwd: str | None) -> Eff
     return Effect(kind, "gh api graphql", problems=(problem,))
 
 
+def _git_options(words: list[str], cwd: str | None) -> tuple[list[str], str | None]:
+    """``git`` and its command without git's own options before it (``git -C DIR -c k=v push``), and the
+    directory it runs in."""
+    import os
+
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        word = words[i]
+        if word in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"):
+            if word == "-C" and i + 1 < len(words):
+                path = words[i + 1]
+                cwd = path if os.path.isabs(path) or cwd is None else os.path.join(cwd, path)
+            i += 2
+        else:
+            i += 1
+    return [words[0], *words[i:]], cwd
+
+
 def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
     args = words[2:]
     positional: list[str] = []
@@ -612,8 +630,10 @@ def recognise_command(
             effect = _gh(words, env, here, stdin)
             if effect is not None:
                 effects.append(effect)
-        elif words[0] == "git" and len(words) >= 2 and words[1] == "push":
-            effects.extend(_git_push(words, here))
+        elif words[0] == "git":
+            words, where = _git_options(words, here)
+            if len(words) >= 2 and words[1] == "push":
+                effects.extend(_git_push(words, where))
     return effects
 
 
