@@ -100,6 +100,9 @@ def test_claude_golden_deny_of_a_reworded_pr(bench: dict[str, Any]) -> None:
         'echo "Opened: `gh pr create --title Paginate --head agent/T1`"',
         "gh pr new --title Paginate --head agent/T1",
         "gh api https://api.github.com/repos/acme/widgets/pulls -f head=agent/T1 -f base=main -f title=P",
+        "eval 'gh pr create --title Paginate --head agent/T1'",
+        "bash <<'EOF'\nset -e\ngh pr create --title Paginate --head agent/T1\nEOF",
+        'sh -s <<< "gh pr create --title Paginate --head agent/T1"',
     ],
 )
 def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(

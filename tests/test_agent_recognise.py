@@ -156,6 +156,11 @@ def test_a_quoted_operator_or_empty_word_does_not_end_the_command(command: str, 
         "/usr/local/bin/gh pr create --head h --base b",
         "./bin/../gh pr create --head h --base b",
         '/bin/sh -c "/usr/bin/gh pr create --head h --base b"',
+        "eval 'gh pr create --head h --base b'",
+        "eval gh pr create --head h --base b",
+        "bash <<'EOF'\ngh pr create --head h --base b\nEOF",
+        "bash -s -- arg <<EOF\ngh pr create --head h --base b\nEOF",
+        'sh <<< "gh pr create --head h --base b"',
     ],
 )
 def test_wrapped_commands_are_read_as_the_command_they_run(wrapped: str) -> None:
@@ -180,7 +185,16 @@ def test_a_wrapper_s_environment_and_directory_reach_the_command() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    ["command -v gh", "command -V git", "type gh", "echo gh pr create", "sh -c", "sh script.sh gh", "time"],
+    [
+        "command -v gh",
+        "command -V git",
+        "type gh",
+        "echo gh pr create",
+        "sh -c",
+        "sh script.sh gh",
+        "time",
+        "bash run.sh <<EOF\ngh pr create --head h\nEOF",
+    ],
 )
 def test_what_only_names_gh_runs_nothing(command: str) -> None:
     assert recognise_command(command, "/r") == []

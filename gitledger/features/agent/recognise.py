@@ -5,9 +5,9 @@ into simple commands at ``&&``, ``||``, ``;``, ``|``, newlines and parentheses, 
 assignments are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next
 commands run in. A command is read as the program it runs: past ``if``/``then``/``{``/``!``, the
 wrappers ``command``, ``exec``, ``nohup``, ``time``, ``env`` and ``timeout``, a path (``/usr/bin/gh``),
-into the script of ``sh -c`` / ``bash -lc`` and into command substitutions (``$( … )``, backquotes;
-three deep; deeper is refused). Recognised
-(docs/agents.md, "What is guarded"):
+into the script of ``sh -c`` / ``bash -lc``, of ``eval`` and of ``bash <<EOF``, and into command
+substitutions (``$( … )``, backquotes; three deep; deeper is refused). Recognised (docs/agents.md,
+"What is guarded"):
 
 - ``gh pr create``, alias ``gh pr new`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``,
   ``--body-file/-F``, ``--repo/-R``)
@@ -607,8 +607,10 @@ def recognise_command(
         words = command_run(words, env)
         if not words:
             continue
-        if words[0] in SHELLS:
-            inner = shell_script(words[1:])
+        if words[0] in SHELLS or words[0] == "eval":
+            inner = " ".join(words[1:]) if words[0] == "eval" else shell_script(words[1:])
+            if inner is None:  # bash <<'EOF' … EOF: the script is the here-document (or here-string)
+                inner = _stdin_script(*stdin_of(words, bodies))
             if inner is not None:
                 effects.extend(_nested(inner, here, rules, nested))
             continue
@@ -635,6 +637,17 @@ def recognise_command(
             if len(words) >= 2 and words[1] == "push":
                 effects.extend(_git_push(words, where))
     return effects
+
+
+def _stdin_script(words: list[str], stdin: str | None) -> str | None:
+    """The script a shell reads from its here-document: ``bash <<EOF``, ``sh -s -- ARG <<< "…"``."""
+    options = []
+    for word in words[1:]:
+        if word == "--" or word[:1] not in "-+":
+            break
+        options.append(word)
+    given = words[1 + len(options) :]
+    return stdin if stdin is not None and (not given or given[0] == "--" or "-s" in options) else None
 
 
 def _nested(script: str, cwd: str | None, rules: Sequence[AgentRule], nested: int) -> list[Effect]:
