@@ -138,6 +138,11 @@ def test_comments_and_issues_keyed_on_task_and_target(bench: dict[str, Any]) -> 
     again = f"gh pr comment {issue} -b 'All tests are green for build_7, ready to be reviewed.'"
     reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t9"))[:2])
     assert reason is not None and comment.html_url in reason and "PATCH" in reason
+    # the repository named in another case is the same one (its comments too)
+    for spelling in ("-R ACME/Widgets", "--repo=https://github.com/Acme/WIDGETS.git"):
+        cased = f"gh issue comment {issue} {spelling} --body 'build_7 is green, can someone review it?'"
+        reason = denied(*hook("claude", bash("PreToolUse", cased, bench["dir"], tool_use_id="t8"))[:2])
+        assert reason is not None and comment.html_url in reason, spelling
     different = f"gh issue comment {issue} --body 'Found a regression in export_job.py, investigating.'"
     issue_first = "gh issue create --title 'Flaky export_job.py on CI' --body 'Seen twice.'"
     assert hook("claude", bash("PreToolUse", issue_first, bench["dir"], tool_use_id="t11")) == (0, "", "")

@@ -178,7 +178,7 @@ class AgentGuard:
                 f"{', '.join(effect.problems)}; "
                 "not acting. Write the call with explicit values so it can be checked for duplicates."
             )
-        repo = effect.repo or self.default_repo(effect)
+        repo = self.same_repo(effect.repo) if effect.repo else self.default_repo(effect)
         head = effect.head
         if effect.kind == PR and head is None:
             head = self.current_branch(effect.cwd)
@@ -197,6 +197,14 @@ class AgentGuard:
                 ".gitledger.yml) to the task this agent works on, then retry."
             )
         return Target(effect, self.task, repo, head)
+
+    def same_repo(self, repo: str) -> str:
+        """``repo`` (from ``-R``, a URL, a tool's arguments) spelt as the configured or origin repository
+        when it is that one in another case: GitHub names are not case-sensitive."""
+        for known in (self.ws.config.github_repo, self._origin_repo()):
+            if known and known.casefold() == repo.casefold():
+                return known
+        return repo
 
     def default_repo(self, effect: Effect) -> str:
         from gitledger.core.remotes import parse_remote_url
