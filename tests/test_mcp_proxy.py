@@ -308,10 +308,24 @@ def test_malformed_arguments_are_an_invalid_params_error_and_nothing_is_sent(wor
                     "add_issue_comment", {"owner": "acme", "repo": "w", "issue_number": 1, "body": 5}
                 )
             assert wrong.value.error.code == -32602 and "must be text" in wrong.value.error.message
+            # a key field of another type than the tool's schema says: keyed apart, it was sent again
+            # ("42" after 42: a second comment, reworded; a list or null head: a pull request)
+            comment = {"owner": "acme", "repo": "widgets", "body": "Ready for review: CI is green."}
+            first = await s.call_tool("add_issue_comment", {**comment, "issue_number": 42})
+            assert not first.is_error
+            for number in ("42", True, [42]):
+                with pytest.raises(MCPError) as typed:
+                    reworded = {**comment, "issue_number": number, "body": "CI green, please review."}
+                    await s.call_tool("add_issue_comment", reworded)
+                assert typed.value.error.code == -32602 and "must be number" in typed.value.error.message
+            for head in (None, ["agent/x"]):
+                with pytest.raises(MCPError) as odd:
+                    await s.call_tool("create_pull_request", {**PR, "title": "x", "head": head})
+                assert odd.value.error.code == -32602 and "'head'" in odd.value.error.message
 
     anyio.run(main)
-    assert world.ledger() == []
-    assert world.calls("create_pull_request") == 0 and world.calls("add_issue_comment") == 0
+    assert [e["step"] for e in world.ledger()] == ["mcp.add_issue_comment"]
+    assert world.calls("create_pull_request") == 0 and world.calls("add_issue_comment") == 1
 
 
 def test_comment_without_a_task_is_refused(world: World) -> None:

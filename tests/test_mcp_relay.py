@@ -311,7 +311,7 @@ def test_arguments_nested_too_deep_for_a_key_are_invalid_params(world: World) ->
     world.procs.append(raw)
     raw.initialize()
     arguments = (
-        b'{"owner": "o", "repo": "r", "title": "t", "body": ' + b"[" * 900 + b'"x"' + b"]" * 900 + b"}"
+        b'{"owner": "o", "repo": "r", "title": "t", "labels": ' + b"[" * 900 + b'"x"' + b"]" * 900 + b"}"
     )
     raw.send(
         b'{"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "create_issue", '

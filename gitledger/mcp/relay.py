@@ -134,12 +134,20 @@ def tool_info(tool: Any) -> ToolInfo | None:
     schema = tool.get("inputSchema")
     required = schema.get("required") if isinstance(schema, dict) else None
     read_only, idempotent = hints.get("readOnlyHint"), hints.get("idempotentHint")
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    types: dict[str, tuple[str, ...]] = {}
+    for name, spec in (properties or {}).items() if isinstance(properties, dict) else ():
+        kind = spec.get("type") if isinstance(spec, dict) else None
+        kinds = [kind] if isinstance(kind, str) else kind if isinstance(kind, list) else []
+        if kinds and all(isinstance(k, str) for k in kinds):
+            types[name] = tuple(kinds)
     return ToolInfo(
         tool["name"],
         read_only=read_only if isinstance(read_only, bool) else None,
         idempotent=idempotent if isinstance(idempotent, bool) else None,
         required=tuple(r for r in required if isinstance(r, str)) if isinstance(required, list) else (),
         output_schema=tool.get("outputSchema") is not None,
+        types=types,
     )
 
 

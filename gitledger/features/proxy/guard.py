@@ -64,6 +64,7 @@ class ToolInfo:
     idempotent: bool | None = None
     required: tuple[str, ...] = ()  # required arguments (inputSchema.required)
     output_schema: bool = False  # results must carry structuredContent
+    types: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # JSON Schema types of arguments
 
 
 class UpstreamError(Exception):
@@ -232,13 +233,19 @@ class ProxyGuard:
         )
         natural: dict[str, Any] = {}
         for name_ in fields:
+            if arguments.get(name_) is None and name_ in required:
+                raise UsageError(
+                    f"{name} needs the argument {name_!r} (required by the tool, and part of what "
+                    "identifies the effect); nothing was done"
+                )
             if name_ not in arguments:
-                if name_ in required:
-                    raise UsageError(
-                        f"{name} needs the argument {name_!r} (required by the tool, and part of what "
-                        "identifies the effect); nothing was done"
-                    )
                 continue
+            wanted = info.types.get(name_, ()) if info is not None else ()
+            if wanted and not any(_is(arguments[name_], kind) for kind in wanted):
+                raise UsageError(
+                    f"{name}: argument {name_!r} must be {' or '.join(wanted)} (the tool's input schema), "
+                    f"not {_shown(arguments[name_])}; nothing was done"
+                )
             natural[name_] = _normal(arguments[name_], name_ in rule.casefold)
         text: str | None = None
         if rule.similar is not None:
@@ -425,6 +432,34 @@ class _FindCheck:
         except Missing:
             return False
         return True
+
+
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "number": (int, float),
+    "integer": int,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    """Whether ``value`` (parsed JSON) is of JSON Schema type ``kind`` (an unknown type: yes)."""
+    if kind not in _JSON_TYPES:
+        return True
+    if isinstance(value, bool):
+        return kind == "boolean"
+    if kind == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES[kind])
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, list | dict):
+        return "an array" if isinstance(value, list) else "an object"
+    return json.dumps(value)[:50]
 
 
 def _plain(value: Any) -> Any:
