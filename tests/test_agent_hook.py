@@ -163,6 +163,32 @@ def test_failure_is_recorded_and_the_retry_is_allowed(bench: dict[str, Any]) -> 
     assert hook("claude", bash("PreToolUse", PR, bench["dir"], tool_use_id="t3")) == (0, "", "")
 
 
+def test_a_comment_posted_by_a_call_that_then_failed_is_found_and_not_posted_again(
+    bench: dict[str, Any],
+) -> None:
+    """The command failed after gh posted (a later command of the line, a timeout): the claim was
+    recorded failed, and the reworded retry, compared with GitHub's comments at the high bar only,
+    posted a second comment."""
+    issue = bench["repo"].create_issue(title="Tracking target_2").number
+    first = f"gh issue comment {issue} --body 'Tests pass on build_7; ready for review.' && make lint"
+    assert hook("claude", bash("PreToolUse", first, bench["dir"])) == (0, "", "")
+    comment = bench["repo"].get_issue(issue).create_comment("Tests pass on build_7; ready for review.")
+    failure = bash(
+        "PostToolUseFailure", first, bench["dir"], error="Exit code 2\nmake: *** lint", is_interrupt=False
+    )
+    assert hook("claude", failure)[0] == 0
+    again = f"gh issue comment {issue} --body 'build_7 is green, can someone review it?'"
+    reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t2"))[:2])
+    assert reason is not None and comment.html_url in reason
+    # a call that failed before posting is still failed: its retry goes ahead
+    other = f"gh issue comment {issue} --body 'Regression in export_job.py, investigating.'"
+    assert hook("claude", bash("PreToolUse", other, bench["dir"], tool_use_id="t3")) == (0, "", "")
+    assert (
+        hook("claude", bash("PostToolUseFailure", other, bench["dir"], tool_use_id="t3", error="x"))[0] == 0
+    )
+    assert hook("claude", bash("PreToolUse", other, bench["dir"], tool_use_id="t4")) == (0, "", "")
+
+
 def test_session_start_briefing_and_stop_gate(bench: dict[str, Any]) -> None:
     url = _open_pr(bench)
     start = {

@@ -502,6 +502,24 @@ class AgentGuard:
                 break
         return free
 
+    def posted_anyway(self, t: Target, step: StepKey, entry: Entry, claim: Event | None) -> bool:
+        """A comment or issue whose call failed may be on GitHub all the same (the line failed after gh
+        posted it, a timeout): recorded as found when its exact claimed text is there. A PR is found by
+        its head on the next call; this looks for texts, which the next call compares at a high bar."""
+        if t.effect.kind not in (COMMENT, ISSUE) or claim is None:
+            return False
+        from gitledger.core import similarity
+
+        detail = claim.get("agent") or {}
+        text = str(detail.get("text") or "")
+        try:
+            found = self.reality(t, text, similarity.SETTLE) if text else None
+        except GitledgerError:
+            return False  # recorded failed, as before: GitHub cannot be asked now
+        return found is not None and self.record_found(
+            step, t, entry, found[0], text, slot=detail.get("slot")
+        )
+
     def post_one(self, t: Target, output: str, failed: bool) -> None:
         if t.effect.kind == PUSH and not t.task:
             return
@@ -511,7 +529,7 @@ class AgentGuard:
         step, claim, entry, slot = found
         claim_id = claim.get("id") if claim else None
         if failed:
-            if claim_id:
+            if claim_id and not self.posted_anyway(t, step, entry, claim):
                 message = (self.event.error or "the tool call failed")[:2000]
                 self.runner.record(step, self.runner.event(step, FAILED, claim=claim_id, message=message))
             return
