@@ -241,6 +241,54 @@ def test_sigkill_between_effect_and_record_then_reworded_retry_finds_the_pr(worl
     assert entry["state"] == "done" and entry["outcome"] == "already_existed"
 
 
+@pytest.mark.parametrize("killed", ["proxy", "upstream"])
+def test_a_comment_made_when_its_call_was_cut_off_is_found_for_a_reworded_retry(
+    world: World, killed: str
+) -> None:
+    """The proxy (or the server) died after the comment was posted. The reworded retry has a key of
+    its own and looked only for its new text, at the high bar: a second comment."""
+    mark, pidfile = world.tmp / "effect", world.tmp / "proxy.pid"
+    comment = {"owner": "acme", "repo": "widgets", "issue_number": 42}
+
+    async def first_attempt() -> None:
+        slow = {"FAKE_MCP_SLOW": "60", "FAKE_MCP_EFFECT_MARK": str(mark)}
+        async with world.proxy(env=slow, pidfile=pidfile) as s, anyio.create_task_group() as tg:
+
+            async def call() -> None:
+                with pytest.raises(MCPError):  # the proxy, or its server, dies under the call
+                    await s.call_tool(
+                        "add_issue_comment", {**comment, "body": "Tests pass on build_7; ready for review."}
+                    )
+
+            tg.start_soon(call)
+            with anyio.fail_after(60):
+                while not mark.exists():
+                    await anyio.sleep(0.05)
+            if killed == "proxy":
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
+            else:
+                world.cleanup()  # SIGKILLs the upstream
+
+    try:
+        anyio.run(first_attempt)
+    except BaseException as exc:  # the client's transport may also report the dead proxy on exit
+        if not isinstance(exc, MCPError | BaseExceptionGroup | anyio.BrokenResourceError | OSError):
+            raise
+    world.cleanup()
+
+    async def retry() -> Any:
+        async with world.proxy() as s:
+            return await s.call_tool(
+                "add_issue_comment", {**comment, "body": "build_7 is green, can someone review it?"}
+            )
+
+    result = anyio.run(retry)
+    assert not result.is_error and meta(result)["io.gitledger/outcome"] == "already_existed"
+    assert result.structured_content["url"].endswith("#issuecomment-1000")
+    assert len(world.github()["comments"]) == 1 and world.calls("add_issue_comment") == 1
+    assert [(e["state"], e.get("outcome")) for e in world.ledger()] == [("done", "already_existed")]
+
+
 def test_same_key_in_flight_in_another_proxy_is_in_progress(world: World) -> None:
     mark = world.tmp / "effect"
 

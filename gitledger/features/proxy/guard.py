@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from gitledger.config import Config, McpFind, McpProfile, McpToolRule
 from gitledger.core.checks import Check, LedgerCheck
 from gitledger.core.errors import CheckError, ConflictError, CorruptLedgerError, UsageError
-from gitledger.core.events import DONE
+from gitledger.core.events import ATTEMPTING, DONE, FAILED, INFO, Entry
 from gitledger.core.keys import Content, Names, StepKey
 from gitledger.core.owner import Owner
 from gitledger.core.policy import DEFAULT_LEASE, StepPolicy
@@ -185,7 +185,7 @@ class ProxyGuard:
         except _NoTask as exc:
             return Reply("invalid", result=_error_result(str(exc), {"status": "no_task"}))
         if call.text is not None:
-            earlier = self._similar_done(call)
+            earlier = self._similar_done(call, upstream)
             if earlier is not None:
                 return earlier
         find = _FindCheck(call, upstream) if rule.find is not None else None
@@ -199,6 +199,9 @@ class ProxyGuard:
         except (CorruptLedgerError, ConflictError) as exc:
             return Reply("error", result=_error_result(f"gitledger: {exc.message}", {"status": "error"}))
         if isinstance(started, Claim):
+            if call.text is not None:  # what a reworded retry compares with if this call never ends
+                intended = {"key": call.natural, "text": call.text[: self.max_record]}
+                self.runner.record(call.step, self.runner.event(call.step, INFO, intended=intended))
             return self._act(call, started, upstream)
         key = started.key
         if started.status == SKIPPED:
@@ -268,8 +271,11 @@ class ProxyGuard:
         step = StepKey.derive(self.task or NO_TASK, f"mcp.{name}", Content.args(payload), self.names)
         return _Call(name, rule, arguments, natural, text, step, info)
 
-    def _similar_done(self, call: _Call) -> Reply | None:
-        """A done entry of this task and tool with the same natural key and a near-duplicate text."""
+    def _similar_done(self, call: _Call, upstream: Upstream) -> Reply | None:
+        """A done entry of this task and tool with the same natural key and a near-duplicate text; or
+        one whose outcome is unknown (its proxy died, the upstream was lost), settled first by
+        looking for its own text upstream: a reworded retry has a key of its own and would otherwise
+        look only for its new text, at the high bar."""
         assert call.text is not None
         if self.store.load(Intent.of(call.step)).exists:
             return None  # this exact key has an entry: the protocol decides
@@ -278,11 +284,59 @@ class ProxyGuard:
                 continue
             folded = entry.folded
             record = folded.done.get("result") if folded.state == DONE and folded.done else None
+            if not isinstance(record, dict):
+                record = entry.field("intended")
             if not isinstance(record, dict) or record.get("key") != call.natural:
                 continue
             earlier = record.get("text")
-            if isinstance(earlier, str) and similar_text(earlier, call.text, same_task=True):
+            if not isinstance(earlier, str) or not similar_text(earlier, call.text, same_task=True):
+                continue
+            if folded.state == DONE:
                 return self._replay_record(call, record, entry.key, folded.ref)
+            unknown = folded.state == ATTEMPTING or entry.field("outcome_unknown") is True
+            if unknown:
+                settled = self._settle(call, entry, earlier, upstream)
+                if settled is not None:
+                    return settled
+        return None
+
+    def _settle(self, call: _Call, entry: Entry, text: str, upstream: Upstream) -> Reply | None:
+        """Whether the earlier call of ``entry`` (``text``) made its effect: a reply when it did (or is
+        still running), None when it did not (the entry is then settled failed)."""
+        assert call.rule.similar is not None
+        try:
+            earlier = self._prepare(call.name, call.rule, {**call.arguments, call.rule.similar: text})
+        except (UsageError, _NoTask):
+            return None
+        if earlier.step.key != entry.key:
+            return None
+        folded = entry.folded
+        holder = self.runner.holder(folded) if folded.state == ATTEMPTING else None
+        if holder is not None:
+            started = self.runner.in_progress(earlier.step, holder)
+            message = f"gitledger: in_progress: {call.name} of the same intent is running; {started.message}"
+            meta = {"status": IN_PROGRESS, "key": entry.key}
+            return Reply(IN_PROGRESS, result=_error_result(message, meta), key=entry.key)
+        if call.rule.find is None:
+            return None  # nothing can look: the earlier key stays unconfirmed, this call is its own
+        find = _FindCheck(earlier, upstream)
+        try:
+            ref = find.find(earlier.step)
+        except CheckError as exc:
+            return Reply(
+                "check_failed", result=_error_result(f"gitledger: {exc}", {"status": "check_failed"})
+            )
+        intent = Intent.of(earlier.step)
+        ids = [c["id"] for c in folded.claims if isinstance(c.get("id"), str)] or None
+        if ref is not None and find.item is not None:
+            done = self.runner.event(earlier.step, DONE, outcome=ALREADY_EXISTED, ref=ref, claim=ids)
+            self.store.append(intent, done, entry.version)
+            return self._found(call, find.item, ref)
+        if folded.state == ATTEMPTING:
+            failed = self.runner.event(earlier.step, FAILED, claim=ids, message="settled: not found upstream")
+            self.store.append(intent, failed, entry.version)
+        else:
+            self.runner.record(earlier.step, self.runner.event(earlier.step, INFO, outcome_unknown=False))
         return None
 
     def _act(self, call: _Call, claim: Claim, upstream: Upstream) -> Reply:
@@ -301,6 +355,8 @@ class ProxyGuard:
                     ),
                 )
             else:
+                if exc.unknown:  # a reworded retry settles it by its text (_similar_done)
+                    self.runner.record(call.step, self.runner.event(call.step, INFO, outcome_unknown=True))
                 self.runner.fail(claim, exc)
             return Reply("error", error=ProxyError(exc.code, _upstream_message(call.name, exc)), key=key)
         except BaseException as exc:
