@@ -256,3 +256,20 @@ def test_an_unclosed_substitution_or_shells_too_deep_are_refused_with_the_reason
     assert three.head == "h" and not three.problems
     (refused,) = recognise_command(f"sh -c {shlex.quote(deep)}", "/r")
     assert refused.problems == ("the command (more than 3 shells deep)",)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gh pr create 2>&1 --head h --base b",
+        "gh pr create --head h >&2 --base b",
+        "gh pr create &>log --head h --base b",
+        "gh pr create --head h 2>&1 --base b | tee log",
+        "cd /r && gh pr create --head h --base b 2>&1",
+    ],
+)
+def test_a_redirection_s_ampersand_does_not_end_the_command(command: str) -> None:
+    """``2>&1`` was cut at its ``&`` (the background operator): the options after it were lost."""
+    (effect,) = recognise_command(command, "/r")
+    assert (effect.kind, effect.head, effect.base) == (PR, "h", "b")
+    assert list(split_commands("a & b && c |& d")) == [["a"], ["b"], ["c"], ["d"]]

@@ -253,20 +253,28 @@ def _words(line: str) -> Iterator[str | None]:
     escaped ``;`` or ``''`` stays a word, and the time is linear: shlex grows each token one character
     at a time, which is quadratic in its length (a long ``--body`` took seconds).
 
+    The ``&`` of a redirection (``2>&1``, ``>&2``, ``&>log``) is part of its word, not an operator:
+    the words after it stay the command's.
+
     Raises ValueError as shlex does: a quote not closed, a backslash at the end.
     """
     i, n = 0, len(line)
     while i < n:
         if line[i] in _BLANKS:
             i += 1
-        elif line[i] in _PUNCTUATION:
+        elif line[i] in _PUNCTUATION and not _redirecting(line, i):
             i = _end_of_run(_OPERATOR_RUN, line, i)
             yield None
         else:
             parts: list[str] = []
-            while i < n and line[i] not in _BLANKS and line[i] not in _PUNCTUATION:
+            while i < n and line[i] not in _BLANKS and (line[i] not in _PUNCTUATION or _redirecting(line, i)):
                 i = _word_part(line, i, parts)
             yield "".join(parts)
+
+
+def _redirecting(line: str, i: int) -> bool:
+    """Whether ``line[i]`` is the ``&`` of a redirection (``>&``, ``<&``, ``&>``)."""
+    return line[i] == "&" and ((i > 0 and line[i - 1] in "<>") or line.startswith("&>", i))
 
 
 def _word_part(line: str, i: int, parts: list[str]) -> int:
