@@ -303,6 +303,37 @@ def test_what_no_server_answers_is_answered_here(world: World) -> None:
     assert raw.close() == 0
 
 
+def test_odd_ids_and_an_id_less_tools_call_never_reach_the_upstream(world: World) -> None:
+    """A fractional id (a Python-SDK server drops the request: the client waited forever), an id in the
+    relay's own namespace (its answer would have been taken for the relay's), and a tools/call sent as
+    a notification (no id: it went to the upstream unguarded)."""
+    raw = world.raw()
+    raw.initialize()
+    raw.send({"jsonrpc": "2.0", "id": 1.5, "method": "ping"})
+    raw.send(b'{"jsonrpc": "2.0", "id": 3.0, "method": "ping"}\n')
+    raw.send({"jsonrpc": "2.0", "id": "gitledger-proxy-1", "method": "ping"})
+    pr = {"owner": "acme", "repo": "widgets", "head": "agent/x", "base": "main", "title": "Fix"}
+    raw.send(
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "create_pull_request", "arguments": pr}}
+    )
+    ping = raw.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+    seen = raw.until(lambda m: m.get("id") == 2)
+    errors = [(m["id"], m["error"]["code"], m["error"]["message"]) for m in seen if "error" in m]
+    assert errors == [
+        (1.5, -32600, "Invalid Request: an id must be a string or an integer"),
+        (3.0, -32600, "Invalid Request: an id must be a string or an integer"),
+        (
+            "gitledger-proxy-1",
+            -32600,
+            "Invalid Request: ids starting with 'gitledger-proxy-' are the proxy's own",
+        ),
+    ]
+    assert seen[-1]["result"] == {} and world.sent()[2:] == [ping]
+    assert raw.close() == 0
+    assert "dropped a tools/call without an id" in world.stderr.read_text()
+    assert not world.github().get("pulls")
+
+
 def test_arguments_nested_too_deep_for_a_key_are_invalid_params(world: World) -> None:
     """Without a profile a call is keyed on its canonical arguments; arguments nested deeper than
     that encoding can go were an "internal error" (-32603)."""

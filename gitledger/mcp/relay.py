@@ -347,6 +347,9 @@ class Relay:
         if method is None or "id" not in message:  # a notification, or the answer to an upstream request
             if method == "notifications/cancelled" and not self._cancelled(message.get("params")):
                 return
+            if method == "tools/call":  # a request without an id: unguarded, unanswerable
+                _say("gitledger: mcp-proxy: dropped a tools/call without an id (a request needs one)")
+                return
             if not self.upstream.write(line):
                 self._lost()
             return
@@ -373,8 +376,10 @@ class Relay:
         problem = None
         if message.get("jsonrpc") != "2.0":
             problem = 'Invalid Request: "jsonrpc" must be "2.0"'
-        elif not _trackable(ident):
-            problem = "Invalid Request: an id must be a string or a number"
+        elif not _trackable(ident) or isinstance(ident, float):  # 1.5, 2.0: SDK servers drop them
+            problem = "Invalid Request: an id must be a string or an integer"
+        elif isinstance(ident, str) and ident.startswith(OWN_ID):  # the relay's own requests' ids
+            problem = f"Invalid Request: ids starting with {OWN_ID!r} are the proxy's own"
         elif "params" in message and not isinstance(message["params"], dict):
             problem = "Invalid Request: params must be an object"
         if problem is None:
