@@ -293,7 +293,7 @@ def _word_part(line: str, i: int, parts: list[str]) -> int:
         parts.append(line[i + 1])
         return i + 2
     if line.startswith("$(", i):  # a command substitution is part of the word: $(git branch --show-current)
-        end = _substitution_end(line, i + 2)
+        end = _substitution_close(line, i)
         parts.append(line[i:end])
         return end
     if c != '"':
@@ -317,30 +317,6 @@ def _word_part(line: str, i: int, parts: list[str]) -> int:
             parts.append(line[i:end])
             i = end
     raise ValueError("No closing quotation")
-
-
-def _substitution_end(line: str, i: int) -> int:
-    """The index after the ``)`` that closes the ``$(`` before ``line[i]`` (nested parentheses and
-    quotes inside it followed). Raises ValueError when it is not closed."""
-    depth = 1
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "'\"":
-            end = line.find(c, i + 1)
-            if end == -1:
-                break
-            i = end
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if not depth:
-                return i + 1
-        i += 1
-    raise ValueError("No closing parenthesis")
 
 
 def _end_of_run(pattern: str, line: str, i: int) -> int:
