@@ -348,18 +348,22 @@ def _graphql(fields: Mapping[str, str], has_input: bool, cwd: str | None) -> Eff
     return Effect(kind, "gh api graphql", problems=(problem,))
 
 
+def _at(cwd: str | None, path: str) -> str:
+    """``path`` as seen from ``cwd`` (``cd``, ``git -C``, ``--body-file``; an absolute one as it is)."""
+    import os
+
+    return path if cwd is None else os.path.join(cwd, path)
+
+
 def _git_options(words: list[str], cwd: str | None) -> tuple[list[str], str | None]:
     """``git`` and its command without git's own options before it (``git -C DIR -c k=v push``), and the
     directory it runs in."""
-    import os
-
     i = 1
     while i < len(words) and words[i].startswith("-"):
         word = words[i]
         if word in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"):
             if word == "-C" and i + 1 < len(words):
-                path = words[i + 1]
-                cwd = path if os.path.isabs(path) or cwd is None else os.path.join(cwd, path)
+                cwd = _at(cwd, words[i + 1])
             i += 2
         else:
             i += 1
@@ -433,11 +437,8 @@ def _body(values: Mapping[str, str], cwd: str | None, stdin: str | None) -> str 
         return None
     if path == "-":
         return stdin
-    import os
-
-    full = path if os.path.isabs(path) or cwd is None else os.path.join(cwd, path)
     try:
-        with open(full, encoding="utf-8", errors="replace") as fh:
+        with open(_at(cwd, path), encoding="utf-8", errors="replace") as fh:
             return fh.read(65536)
     except OSError:
         return None
@@ -615,9 +616,7 @@ def recognise_command(
                 effects.extend(_nested(inner, here, rules, nested))
             continue
         if words[0] == "cd" and len(words) == 2:
-            import os
-
-            here = words[1] if os.path.isabs(words[1]) or here is None else os.path.join(here, words[1])
+            here = _at(here, words[1])
             continue
         matched = False
         for rule in rules:

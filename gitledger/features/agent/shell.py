@@ -69,25 +69,15 @@ def lift_heredocs(command: str) -> tuple[str, list[str]]:
         elif c == "<" and not depth and command.startswith("<<", i):
             found = re.compile(_HEREDOC_START).match(command, i)  # not command[i:]: no copy per "<<"
             if found:
-                delimiter = next(g for g in found.groups()[1:] if g is not None)
                 out.append(f"{_HEREDOC}{len(bodies) + len(pending)}")
-                pending.append((delimiter, found.group(1) == "-"))
+                pending.append(_heredoc_start(found))
                 i = found.end()
                 continue
         elif c == "\n" and pending:
             out.append(c)
             i += 1
             for delimiter, tabs in pending:
-                lines: list[str] = []
-                while i < n:
-                    end = command.find("\n", i)
-                    line = command[i:] if end == -1 else command[i:end]
-                    i = n if end == -1 else end + 1
-                    if tabs:
-                        line = line.lstrip("\t")
-                    if line == delimiter:
-                        break
-                    lines.append(line)
+                lines, i = _heredoc_lines(command, i, delimiter, tabs)
                 bodies.append("".join(line + "\n" for line in lines))
             pending = []
             continue
@@ -95,6 +85,28 @@ def lift_heredocs(command: str) -> tuple[str, list[str]]:
         i += 1
     bodies.extend("" for _ in pending)  # a here-document without its lines (the shell reads nothing)
     return "".join(out), bodies
+
+
+def _heredoc_start(found: re.Match[str]) -> tuple[str, bool]:
+    """(delimiter, strip leading tabs) of a ``<<WORD`` matched by :data:`_HEREDOC_START`."""
+    return next(g for g in found.groups()[1:] if g is not None), found.group(1) == "-"
+
+
+def _heredoc_lines(text: str, i: int, delimiter: str, tabs: bool) -> tuple[list[str], int]:
+    """The lines of the here-document whose first line starts at ``text[i]`` (up to the line
+    ``delimiter``; leading tabs stripped for ``<<-``), and the index after its delimiter line."""
+    lines: list[str] = []
+    n = len(text)
+    while i < n:
+        end = text.find("\n", i)
+        line = text[i:] if end == -1 else text[i:end]
+        i = n if end == -1 else end + 1
+        if tabs:
+            line = line.lstrip("\t")
+        if line == delimiter:
+            break
+        lines.append(line)
+    return lines, i
 
 
 _SUBSTITUTION = "\x00gitledger-substitution-"  # the text a lifted $( ) or ` ` leaves in its word
@@ -207,18 +219,12 @@ def _substitution_close(line: str, i: int) -> int:
         elif line.startswith("<<<", j):
             j += 3
         elif line.startswith("<<", j) and (start := re.compile(_HEREDOC_START).match(line, j)):
-            delimiter = next(g for g in start.groups()[1:] if g is not None)
-            pending.append((delimiter, start.group(1) == "-"))
+            pending.append(_heredoc_start(start))
             j = start.end()
         elif c == "\n" and pending:
             j += 1
             for delimiter, tabs in pending:  # its lines are input: skip to the delimiter's line
-                while j < n:
-                    end = line.find("\n", j)
-                    text = line[j:] if end == -1 else line[j:end]
-                    j = n if end == -1 else end + 1
-                    if (text.lstrip("\t") if tabs else text) == delimiter:
-                        break
+                j = _heredoc_lines(line, j, delimiter, tabs)[1]
             pending = []
         else:
             if c == "(":
@@ -362,6 +368,7 @@ _KEYWORDS = frozenset({"{", "}", "!", "if", "then", "elif", "else", "fi", "do", 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh"})  # run the script given with -c
 _PROGRAMS = frozenset({"gh", "git", *SHELLS})  # named by their path too (/usr/bin/gh)
 _ENV_VALUE_OPTIONS = frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"})
+_EXEC_VALUE_OPTIONS = frozenset({"-a"})
 _TIMEOUT_VALUE_OPTIONS = frozenset({"-s", "--signal", "-k", "--kill-after"})
 _SHELL_VALUE_OPTIONS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
 
@@ -388,15 +395,9 @@ def command_run(words: list[str], env: dict[str, str]) -> list[str]:
         elif re.match(_ASSIGNMENT, head):
             words = strip_assignments(words, env)
         elif head in ("command", "exec", "nohup", "builtin"):
-            rest = words[1:]
-            if head == "command" and rest[:1] in (["-v"], ["-V"]):
+            if head == "command" and words[1:2] in (["-v"], ["-V"]):
                 return []  # prints where the program is, runs nothing
-            while rest and rest[0].startswith("-"):  # command -p, exec -c / -l / -a NAME
-                rest = rest[2:] if rest[0] == "-a" else rest[1:]
-                if rest[:1] == ["--"]:
-                    rest = rest[1:]
-                    break
-            words = rest
+            words = _past_options(words[1:], _EXEC_VALUE_OPTIONS)  # command -p, exec -c / -l / -a NAME
         elif head == "time":
             words = words[2:] if words[1:2] == ["-p"] else words[1:]
         elif head == "env":
