@@ -32,7 +32,7 @@ import math
 import os
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -316,8 +316,10 @@ class StepRunner:
         fingerprint: str | None = None,
         *,
         heartbeat: bool = True,
+        claim_fields: Mapping[str, Any] | None = None,
     ) -> StepResult | Claim:
-        """Decide what to do; when the step must act, record our claim and return it.
+        """Decide what to do; when the step must act, record our claim (with ``claim_fields``, what the
+        caller keeps with it) and return it.
 
         The caller then makes the effect and reports it with :meth:`finish` (or :meth:`fail`), as
         :meth:`act` does for a callable. Callers that cannot pass the effect as a callable (a ``with``
@@ -391,6 +393,7 @@ class StepRunner:
                 checks=specs,
                 fingerprint=fingerprint,
                 supersedes=[c["id"] for c in folded.claims if isinstance(c.get("id"), str)],
+                **(claim_fields or {}),
             )
             if self.store.append(intent, claim, entry.version) is None:
                 continue

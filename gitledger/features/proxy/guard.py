@@ -190,8 +190,12 @@ class ProxyGuard:
                 return earlier
         find = _FindCheck(call, upstream) if rule.find is not None else None
         checks: list[Check] = [find] if find is not None else [LedgerCheck()]
+        # what a reworded retry compares with if this call never ends, kept with the claim
+        intended = None if call.text is None else {"key": call.natural, "text": call.text[: self.max_record]}
         try:
-            started = self.runner.start(call.step, checks, self._policy(rule))
+            started = self.runner.start(
+                call.step, checks, self._policy(rule), claim_fields={"intended": intended}
+            )
         except CheckError as exc:
             return Reply(
                 "check_failed", result=_error_result(f"gitledger: {exc}", {"status": "check_failed"})
@@ -199,9 +203,6 @@ class ProxyGuard:
         except (CorruptLedgerError, ConflictError) as exc:
             return Reply("error", result=_error_result(f"gitledger: {exc.message}", {"status": "error"}))
         if isinstance(started, Claim):
-            if call.text is not None:  # what a reworded retry compares with if this call never ends
-                intended = {"key": call.natural, "text": call.text[: self.max_record]}
-                self.runner.record(call.step, self.runner.event(call.step, INFO, intended=intended))
             return self._act(call, started, upstream)
         key = started.key
         if started.status == SKIPPED:
