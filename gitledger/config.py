@@ -95,6 +95,9 @@ class McpToolRule:
     guard: bool = True
     key: tuple[str, ...] | None = None  # natural key fields; None: every argument (canonical JSON)
     casefold: tuple[str, ...] = ()  # key fields compared without case (GitHub owner and repo names)
+    # key fields whose "OWNER:" prefix is dropped when OWNER is the named argument's value ({head: owner}:
+    # GitHub reads head "acme:fix" in a repository of acme as "fix")
+    owner_prefix: dict[str, str] = field(default_factory=dict)
     task: str = "optional"  # "required": refuse without a task; "optional": key on it when known
     similar: str | None = None  # a free-text argument compared as a near-duplicate, not exactly
     ref: str | None = None  # template over the tool's result: the ref recorded with done
@@ -553,7 +556,8 @@ def _mcp_find(r: _Reader, node: Any, where: str) -> McpFind:
 def _mcp_rule(r: _Reader, node: Any, where: str) -> McpToolRule:
     from gitledger.core.policy import ON_UNCONFIRMED
 
-    fields = ("guard", "key", "casefold", "task", "similar", "ref", "find", "on_unconfirmed", "lease")
+    fields: tuple[str, ...] = ("guard", "key", "casefold", "owner_prefix", "task", "similar", "ref", "find")
+    fields += ("on_unconfirmed", "lease")
     opts = r.mapping(node, where, fields)
     rule: dict[str, Any] = {}
     if "guard" in opts:
@@ -565,6 +569,12 @@ def _mcp_rule(r: _Reader, node: Any, where: str) -> McpToolRule:
         rule["key"] = _names(r, opts["key"], f"{where}.key")
     if "casefold" in opts:
         rule["casefold"] = _names(r, opts["casefold"], f"{where}.casefold")
+    if "owner_prefix" in opts:
+        where_prefix = f"{where}.owner_prefix"
+        rule["owner_prefix"] = {
+            name: r.string(owner, f"{where_prefix}.{name}")
+            for name, owner in r.mapping(opts["owner_prefix"], where_prefix, ()).items()
+        }
     if "task" in opts:
         rule["task"] = r.string(opts["task"], f"{where}.task", ("required", "optional"))
     if "similar" in opts:

@@ -118,6 +118,39 @@ def test_claim_of_a_dead_owner_and_the_effect_found_gives_a_built_result() -> No
     assert up.calls.count("create_pull_request") == 1
 
 
+@pytest.mark.parametrize("first, again", [("agent/x", "ACME:agent/x"), ("acme:agent/x", "agent/x")])
+def test_a_head_spelled_with_its_repositorys_owner_is_the_same_pull_request(first: str, again: str) -> None:
+    """GitHub reads head "acme:agent/x" in a repository of acme as the branch "agent/x": a retry that
+    spells it the other way is the same pull request (profile option ``owner_prefix``)."""
+    guard, up = make_guard(), Upstream()
+    assert guard.handle("create_pull_request", {**PR, "head": first, "title": "a"}, up).status == "created"
+    reply = guard.handle("create_pull_request", {**PR, "head": again, "title": "b"}, up)
+    assert reply.status == "replayed"
+    assert up.calls.count("create_pull_request") == 1
+
+
+def test_a_head_of_another_owner_is_another_pull_request() -> None:
+    guard, up = make_guard(), Upstream()
+    assert guard.handle("create_pull_request", {**PR, "title": "a"}, up).status == "created"
+    fork = guard.handle("create_pull_request", {**PR, "head": "someone:agent/x", "title": "a"}, up)
+    assert fork.status == "created"  # a fork's branch of the same name
+    assert up.calls.count("create_pull_request") == 2
+
+
+def test_an_effect_made_before_a_crash_is_found_for_a_head_spelled_with_its_owner() -> None:
+    """The pull request exists upstream (its head.ref is the bare branch) and its claim's owner died:
+    the retry's head "acme:agent/x" must find it, not make a second one."""
+    store, up = MemoryStore(), Upstream()
+    dead = dataclasses.replace(Owner.current(), pid=2**22 + 12346, start="1", session="gone")
+    crashed = make_guard(store, owner=dead)
+    spelled = {**PR, "head": "acme:agent/x", "title": "a"}
+    assert isinstance(crashed.runner.start(crashed.step_key("create_pull_request", spelled), []), Claim)
+    up.call_tool("create_pull_request", {**PR, "title": "a"})
+    reply = make_guard(store).handle("create_pull_request", {**spelled, "title": "other words"}, up)
+    assert reply.status == "already_existed"
+    assert up.calls.count("create_pull_request") == 1
+
+
 def test_live_claim_elsewhere_is_in_progress_and_nothing_is_sent() -> None:
     store, up = MemoryStore(), Upstream()
     other = make_guard(store)
@@ -179,3 +212,11 @@ def test_profiles_extend_from_gitledger_yml_and_bad_ones_name_the_line(tmp_path:
     bad = "mcp:\n  profiles:\n    github:\n      tools:\n        x: {task: sometimes}\n"
     with pytest.raises(ConfigError, match="line 5"):
         config_mod.parse(bad, tmp_path / ".gitledger.yml")
+    refused = (("[head]", "owner_prefix must be a mapping"), ("{head: 7}", "owner_prefix.head must be"))
+    for value, error in refused:
+        bad = f"mcp:\n  profiles:\n    github:\n      tools:\n        x: {{owner_prefix: {value}}}\n"
+        with pytest.raises(ConfigError, match=error):
+            config_mod.parse(bad, tmp_path / ".gitledger.yml")
+    good = "mcp:\n  profiles:\n    github:\n      tools:\n        x: {owner_prefix: {head: org}}\n"
+    rule = resolve_profile("github", PROFILES, config_mod.parse(good, tmp_path / ".gitledger.yml")).tools["x"]
+    assert rule.owner_prefix == {"head": "org"}

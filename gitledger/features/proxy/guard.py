@@ -109,11 +109,12 @@ class Reply:
 class _Call:
     name: str
     rule: McpToolRule
-    arguments: dict[str, Any]
+    arguments: dict[str, Any]  # as the agent sent them (and as they are forwarded)
     natural: dict[str, Any]
     text: str | None
     step: StepKey
     info: ToolInfo | None
+    found_by: dict[str, Any]  # the arguments the find templates read: ``owner_prefix`` applied
 
 
 def similar_text(a: str, b: str, *, same_task: bool) -> bool:
@@ -235,6 +236,7 @@ class ProxyGuard:
         fields = (
             rule.key if rule.key is not None else tuple(sorted(a for a in arguments if a != rule.similar))
         )
+        meant = _without_owner_prefix(arguments, rule.owner_prefix)
         natural: dict[str, Any] = {}
         for name_ in fields:
             if arguments.get(name_) is None and name_ in required:
@@ -250,7 +252,7 @@ class ProxyGuard:
                     f"{name}: argument {name_!r} must be {' or '.join(wanted)} (the tool's input schema), "
                     f"not {_shown(arguments[name_])}; nothing was done"
                 )
-            natural[name_] = _normal(arguments[name_], name_ in rule.casefold)
+            natural[name_] = _normal(meant[name_], name_ in rule.casefold)
         text: str | None = None
         if rule.similar is not None:
             value = arguments.get(rule.similar)
@@ -270,7 +272,7 @@ class ProxyGuard:
         if text is not None:
             payload["text"] = normalize(text)
         step = StepKey.derive(self.task or NO_TASK, f"mcp.{name}", Content.args(payload), self.names)
-        return _Call(name, rule, arguments, natural, text, step, info)
+        return _Call(name, rule, arguments, natural, text, step, info, meant)
 
     def _similar_done(self, call: _Call, upstream: Upstream) -> Reply | None:
         """A done entry of this task and tool with the same natural key and a near-duplicate text; or
@@ -448,7 +450,7 @@ class _FindCheck:
     def find(self, step: StepKey) -> str | None:
         find: McpFind | None = self.call.rule.find
         assert find is not None
-        args = self.call.arguments
+        args = self.call.found_by
         try:
             arguments = render(find.arguments, args)
         except Missing as exc:
@@ -475,7 +477,7 @@ class _FindCheck:
         return None
 
     def _matches(self, find: McpFind, item: Any) -> bool:
-        args = self.call.arguments
+        args = self.call.found_by
         try:
             for path, template in find.match.items():
                 if _plain(lookup(item, path)) != _plain(render(template, args)):
@@ -521,6 +523,20 @@ def _shown(value: Any) -> str:
 
 def _plain(value: Any) -> Any:
     return value.strip() if isinstance(value, str) else value
+
+
+def _without_owner_prefix(arguments: dict[str, Any], owner_prefix: dict[str, str]) -> dict[str, Any]:
+    """``arguments`` with each field of ``owner_prefix`` rid of an ``OWNER:`` prefix naming the owner
+    the call names (compared without case): GitHub reads head ``acme:fix`` in a repository of acme as
+    ``fix``, so both spellings are one pull request. A prefix naming another owner (a fork) stays."""
+    meant = dict(arguments)
+    for name, owner_arg in owner_prefix.items():
+        value, owner = arguments.get(name), arguments.get(owner_arg)
+        if isinstance(value, str) and isinstance(owner, str) and ":" in value:
+            prefix, rest = value.split(":", 1)
+            if prefix.strip().casefold() == owner.strip().casefold() and rest.strip():
+                meant[name] = rest
+    return meant
 
 
 def _normal(value: Any, casefold: bool) -> Any:
