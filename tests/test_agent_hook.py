@@ -115,6 +115,42 @@ def test_a_reworded_pr_wrapped_in_a_subshell_a_shell_or_a_wrapper_is_denied(
     assert f"task T1 already has pull request #1 (open) from branch agent/T1: {url}" in str(denied(code, out))
 
 
+CURRENT = [
+    '"$(git branch --show-current)"',
+    "`git rev-parse --abbrev-ref HEAD`",
+    "$(git symbolic-ref --short HEAD)",
+]
+
+
+@pytest.mark.parametrize("current", CURRENT)
+def test_a_head_given_as_the_current_branchs_substitution_is_that_branch(
+    bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch, current: str
+) -> None:
+    """Without a task a pull request is keyed on its head. ``--head "$(git branch --show-current)"``
+    was keyed on that text, so after ``--head agent/T1`` it was a new key: now it is the current
+    branch, as with no ``--head`` at all."""
+    monkeypatch.delenv("GITLEDGER_TASK")
+    url = _open_pr(bench)
+    git("checkout", "-q", "agent/T1", cwd=bench["dir"])
+    retry = f"gh pr create --head {current} --title 'Paginate' --body 'New words'"
+    reason = denied(*hook("claude", bash("PreToolUse", retry, bench["dir"], session="s2"))[:2])
+    assert reason is not None and f"pull request #1 (open) from branch agent/T1: {url}" in reason
+    other = bash("PreToolUse", f"gh pr create --head {current} --title x", bench["dir"])
+    git("checkout", "-q", "agent/T2", cwd=bench["dir"])
+    assert hook("claude", other) == (0, "", "")  # agent/T2 has none
+
+
+@pytest.mark.parametrize("head", ['"$BRANCH"', "agent/$TASK", '"feature-$(date +%s)"'])
+def test_a_head_the_shell_expands_otherwise_is_refused_with_the_reason(
+    bench: dict[str, Any], head: str
+) -> None:
+    """Keyed on its text, a retry that spells the branch out would be a new key: the call is blocked
+    (one line on stderr, exit 2) with what to write instead."""
+    code, out, err = hook("claude", bash("PreToolUse", f"gh pr create --head {head} --title t", bench["dir"]))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "cannot tell the head branch" in err and "is expanded by the shell: write the branch" in err
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

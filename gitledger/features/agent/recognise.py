@@ -129,6 +129,13 @@ _GIT_PUSH_VALUE_OPTIONS = frozenset(
 )
 
 
+# a substitution of git's current branch: $(git branch --show-current), `git rev-parse --abbrev-ref HEAD`
+_CURRENT_BRANCH = re.compile(
+    r"(?:\$\(|`)\s*git\s+(?:branch\s+--show-current|rev-parse\s+--abbrev-ref\s+HEAD|symbolic-ref\s+"
+    r"(?:-q\s+)?--short\s+HEAD)\s*(?:\)|`)"
+)
+
+
 def _options(
     words: Sequence[str], value_options: Mapping[str, str]
 ) -> tuple[dict[str, str], list[str], set[str]]:
@@ -175,10 +182,8 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
     # global flags before the subcommand are rare; -R may also come first
     if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
         values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
-        head = values.get("head") or None
+        head, unknown = _head(values.get("head"), "--head")
         repo = values.get("repo") or env.get("GH_REPO") or None
-        if head and ":" in head:  # OWNER:branch
-            head = head.split(":", 1)[1]
         return Effect(
             PR,
             "gh pr create",
@@ -188,6 +193,7 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
             title=values.get("title"),
             body=_body(values, cwd, stdin),
             cwd=cwd,
+            problems=unknown,
         )
     if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "comment":
         values, positional, flags = _options(args[2:], _GH_VALUE_OPTIONS["comment"])
@@ -295,9 +301,8 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
     if has_input and not fields:
         problems = ("the request fields (pass them with -f/-F instead of --input)",)
     if match["pulls"]:
-        head = fields.get("head")
-        if head and ":" in head:
-            head = head.split(":", 1)[1]
+        head, bad_head = _head(fields.get("head"), "-f head")
+        problems = problems or bad_head
         return Effect(
             PR,
             "gh api POST .../pulls",
@@ -307,7 +312,7 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
             title=fields.get("title"),
             body=fields.get("body"),
             cwd=cwd,
-            problems=problems or (() if head else ("the head branch (-f head=BRANCH)",)),
+            problems=problems or (() if fields.get("head") else ("the head branch (-f head=BRANCH)",)),
         )
     if match["number"]:
         return Effect(
@@ -453,6 +458,17 @@ def _str(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
     return None
+
+
+def _head(value: str | None, option: str) -> tuple[str | None, tuple[str, ...]]:
+    """(the head branch a command names, what cannot be told about it). ``OWNER:branch`` is the branch;
+    a substitution of git's current branch is the current branch, as no head at all (None); any other
+    shell expansion would be keyed on its text, which a retry spells otherwise: refused."""
+    if not value or _CURRENT_BRANCH.fullmatch(value.strip()):
+        return None, ()
+    if "$" in value or "`" in value:
+        return value, (f"the head branch ({option} {value!r} is expanded by the shell: write the branch)",)
+    return value.split(":", 1)[1] if ":" in value else value, ()
 
 
 def _mcp_repo(args: Mapping[str, Any]) -> str | None:
