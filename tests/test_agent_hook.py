@@ -151,6 +151,31 @@ def test_a_head_the_shell_expands_otherwise_is_refused_with_the_reason(
     assert "cannot tell the head branch" in err and "is expanded by the shell: write the branch" in err
 
 
+def test_a_pr_opened_after_cd_into_another_repository_is_keyed_on_that_repository(
+    bench: dict[str, Any], tmp_path: Path
+) -> None:
+    """``cd ../gadgets && gh pr create`` acts on acme/gadgets. It was keyed on the hook's repository
+    (acme/widgets): the task's PR there was then refused as a second one, pointing at gadgets' PR."""
+    server: FakeGitHub = bench["server"]
+    other = init_repo(tmp_path / "gadgets")
+    git("remote", "add", "origin", "https://github.com/acme/gadgets.git", cwd=other)
+    git("push", "-q", str(server.add_repo("acme/gadgets")), "main", cwd=other)
+    git("checkout", "-q", "-b", "feat", cwd=other)
+    git("commit", "-q", "--allow-empty", "-m", "feat", cwd=other)
+    git("push", "-q", str(server.bare_path("acme/gadgets")), "feat", cwd=other)
+    there = f"cd {other} && gh pr create --head feat --title 'Gadget paging' --body 'x'"
+    assert hook("claude", bash("PreToolUse", there, bench["dir"], tool_use_id="g1")) == (0, "", "")
+    gadgets = Github(auth=Auth.Token("test-token"), **server.pygithub_kwargs()).get_repo("acme/gadgets")
+    url = gadgets.create_pull(title="Gadget paging", body="x", head="feat", base="main").html_url
+    post = bash("PostToolUse", there, bench["dir"], tool_use_id="g1")
+    post["tool_response"] = {"stdout": url + "\n", "stderr": "", "interrupted": False, "isImage": False}
+    assert hook("claude", post) == (0, "", "")
+    assert hook("claude", bash("PreToolUse", PR, bench["dir"])) == (0, "", "")  # widgets' own PR
+    reworded = f"cd {other} && gh pr create --head feat --title 'Paginate gadgets' --body 'y'"
+    reason = denied(*hook("claude", bash("PreToolUse", reworded, bench["dir"], session="s2"))[:2])
+    assert reason is not None and url in reason
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

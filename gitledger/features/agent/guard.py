@@ -209,20 +209,39 @@ class AgentGuard:
     def default_repo(self, effect: Effect) -> str:
         from gitledger.core.remotes import parse_remote_url
 
-        if self.ws.config.github_repo and not effect.remote:
-            return self.ws.config.github_repo
         remote = effect.remote or "origin"
-        url = self.repo.remote_url(remote)
+        elsewhere, url = self.other_remote_url(effect.cwd, remote)
+        configured = None if elsewhere else self.ws.config.github_repo  # this repository's setting
+        if configured and not effect.remote:
+            return configured
+        if not elsewhere:
+            url = self.repo.remote_url(remote)
         parsed = parse_remote_url(url) if url else None
         if parsed:
             return parsed
-        if self.ws.config.github_repo:
-            return self.ws.config.github_repo
+        if configured:
+            return configured
         raise GuardError(
             f"gitledger: cannot tell which GitHub repository {effect.source} acts on (remote {remote!r} "
             f"is {url or 'missing'}); not acting. Pass --repo OWNER/NAME or set github.repo in "
             ".gitledger.yml."
         )
+
+    def other_remote_url(self, cwd: str | None, remote: str) -> tuple[bool, str | None]:
+        """(whether ``cwd`` is in another repository than the hook's, the URL of its remote ``remote``):
+        ``cd /other/repo && gh pr create`` acts on that repository (a subdirectory or a worktree of
+        this one is this one)."""
+        if not cwd or cwd == str(self.ws.cwd):
+            return False, None
+        from gitledger.git.repo import GitRepo
+
+        try:
+            with GitRepo.discover(cwd) as other:
+                if other.common_dir == self.repo.common_dir:
+                    return False, None
+                return True, other.remote_url(remote)
+        except GitledgerError:
+            return False, None
 
     def current_branch(self, cwd: str | None) -> str | None:
         from gitledger.features.agent.task import current_branch
