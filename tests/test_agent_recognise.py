@@ -273,3 +273,22 @@ def test_a_redirection_s_ampersand_does_not_end_the_command(command: str) -> Non
     (effect,) = recognise_command(command, "/r")
     assert (effect.kind, effect.head, effect.base) == (PR, "h", "b")
     assert list(split_commands("a & b && c |& d")) == [["a"], ["b"], ["c"], ["d"]]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push --force-with-lease origin feat",
+        "git push --force-with-lease=feat origin feat",
+        "git push --signed origin feat",
+        "git push --signed=if-asked origin feat",
+        "git push -o ci.skip origin feat",
+    ],
+)
+def test_git_push_options_whose_value_is_optional_do_not_take_the_next_word(command: str) -> None:
+    """``--force-with-lease`` and ``--signed`` take a value only after ``=``: the bare option took the
+    remote as its value, so ``git push --force-with-lease origin feat`` was a push of the current
+    branch to a remote named ``feat`` (refused: no such remote)."""
+    (push,) = recognise_command(command, "/r")
+    assert (push.kind, push.branch) == (PUSH, "feat")
+    assert push.remote == "origin"

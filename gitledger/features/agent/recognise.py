@@ -124,9 +124,8 @@ _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
         "--recover": "",
     },
 }
-_GIT_PUSH_VALUE_OPTIONS = frozenset(
-    {"--repo", "--receive-pack", "--exec", "-o", "--push-option", "--signed", "--force-with-lease"}
-)
+# (--force-with-lease and --signed take a value only after "=")
+_GIT_PUSH_VALUE_OPTIONS = frozenset({"--repo", "--receive-pack", "--exec", "-o", "--push-option"})
 
 
 # a substitution of git's current branch: $(git branch --show-current), `git rev-parse --abbrev-ref HEAD`
