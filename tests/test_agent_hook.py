@@ -140,6 +140,21 @@ def test_a_head_given_as_the_current_branchs_substitution_is_that_branch(
     assert hook("claude", other) == (0, "", "")  # agent/T2 has none
 
 
+@pytest.mark.parametrize("current", [*CURRENT, "@", "HEAD:$(git branch --show-current)"])
+def test_a_push_of_the_current_branchs_substitution_is_a_push_of_that_branch(
+    bench: dict[str, Any], current: str
+) -> None:
+    """``git push -u origin "$(git branch --show-current)"`` was keyed on that text: with the task's PR
+    on agent/T1 it was refused as "a new branch $(git branch --show-current)" while on agent/T1."""
+    _open_pr(bench)
+    git("checkout", "-q", "agent/T1", cwd=bench["dir"])
+    push = bash("PreToolUse", f"git push -u origin {current}", bench["dir"], tool_use_id="p1")
+    assert hook("claude", push) == (0, "", "")
+    git("checkout", "-q", "agent/T2", cwd=bench["dir"])
+    reason = denied(*hook("claude", bash("PreToolUse", f"git push origin {current}", bench["dir"]))[:2])
+    assert reason is not None and "Do not push a new branch agent/T2" in reason
+
+
 @pytest.mark.parametrize("head", ['"$BRANCH"', "agent/$TASK", '"feature-$(date +%s)"'])
 def test_a_head_the_shell_expands_otherwise_is_refused_with_the_reason(
     bench: dict[str, Any], head: str

@@ -403,7 +403,7 @@ def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
         if not target or target.startswith("refs/tags/") or (src == "" and dst):  # ":branch" deletes
             continue
         target = target.removeprefix("refs/heads/")
-        if target == "HEAD":
+        if target in ("HEAD", "@") or _CURRENT_BRANCH.fullmatch(target):  # the current branch
             target = ""
         effects.append(Effect(PUSH, "git push", branch=target or None, remote=remote, cwd=cwd))
     return effects
