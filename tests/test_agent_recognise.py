@@ -292,3 +292,19 @@ def test_git_push_options_whose_value_is_optional_do_not_take_the_next_word(comm
     (push,) = recognise_command(command, "/r")
     assert (push.kind, push.branch) == (PUSH, "feat")
     assert push.remote == "origin"
+
+
+def test_gh_repo_exported_applies_to_later_commands_and_a_prefix_only_to_its_own() -> None:
+    """``export GH_REPO=o/r; gh issue comment 6`` comments on o/r: the export was ignored (keyed on
+    the hook's repository, so a retry with ``-R o/r`` was a new key); ``GH_REPO=o/r gh …; gh …`` set
+    it for the second command too, which the shell does not."""
+    (exported,) = recognise_command("export GH_REPO=o/r && gh issue comment 6 --body yo", "/r")
+    assert exported.repo == "o/r"
+    (exported_env,) = recognise_command("export GH_HOST=h GH_REPO=o/r; gh pr create --head h", "/r")
+    assert exported_env.repo == "o/r"
+    first, second = recognise_command("GH_REPO=o/r gh issue comment 5 -b a; gh issue comment 6 -b b", "/r")
+    assert (first.repo, second.repo) == ("o/r", None)
+    first, second = recognise_command("env GH_REPO=o/r gh pr comment 5 -b a && gh pr comment 6 -b b", "/r")
+    assert (first.repo, second.repo) == ("o/r", None)
+    (inner,) = recognise_command("GH_REPO=o/r bash -c 'gh issue comment 5 -b a'", "/r")
+    assert inner.repo == "o/r"

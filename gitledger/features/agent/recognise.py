@@ -1,13 +1,13 @@
 """Recognise the GitHub side effect of a tool call, without running anything.
 
-Shell commands are split with :mod:`shlex` (never executed, never expanded): a command line is cut
-into simple commands at ``&&``, ``||``, ``;``, ``|``, newlines and parentheses, leading ``VAR=value``
-assignments are dropped (``GH_REPO=`` is read), and a leading ``cd DIR`` moves the directory the next
-commands run in. A command is read as the program it runs: past ``if``/``then``/``{``/``!``, the
-wrappers ``command``, ``exec``, ``nohup``, ``time``, ``env`` and ``timeout``, a path (``/usr/bin/gh``),
-into the script of ``sh -c`` / ``bash -lc``, of ``eval`` and of ``bash <<EOF``, and into command
-substitutions (``$( … )``, backquotes; three deep; deeper is refused). Recognised (docs/agents.md,
-"What is guarded"):
+Shell commands are split with :mod:`shlex` (never executed, never expanded): a command line is cut into
+simple commands at ``&&``, ``||``, ``;``, ``|``, newlines and parentheses, leading ``VAR=value``
+assignments are dropped (``GH_REPO=`` is read; ``export`` keeps it for the next commands), and a leading
+``cd DIR`` moves the directory the next commands run in. A command is read as the program it runs: past
+``if``/``then``/``{``/``!``, the wrappers ``command``, ``exec``, ``nohup``, ``time``, ``env`` and
+``timeout``, a path (``/usr/bin/gh``), into the script of ``sh -c`` / ``bash -lc``, of ``eval`` and of
+``bash <<EOF``, and into command substitutions (``$( … )``, backquotes; three deep; deeper is refused).
+Recognised (docs/agents.md, "What is guarded"):
 
 - ``gh pr create``, alias ``gh pr new`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``,
   ``--body-file/-F``, ``--repo/-R``)
@@ -598,10 +598,14 @@ def recognise(
 
 
 def recognise_command(
-    command: str, cwd: str | None, rules: Sequence[AgentRule] = (), nested: int = 0
+    command: str,
+    cwd: str | None,
+    rules: Sequence[AgentRule] = (),
+    nested: int = 0,
+    exported: Mapping[str, str] | None = None,
 ) -> list[Effect]:
     """The side effects of a shell command line (see the module documentation); ``nested``: how many
-    ``sh -c`` scripts this line is inside."""
+    ``sh -c`` scripts this line is inside; ``exported``: the variables the line starts with."""
     if not any(word in command for word in ("gh", "git", *(r.command[0] for r in rules if r.command))):
         return []  # the common case, decided without a tokenizer
     command, bodies = lift_heredocs(command)
@@ -614,21 +618,23 @@ def recognise_command(
             return [Effect(PR, "a shell command", problems=("the command (it does not parse)",))]
         return []
     effects: list[Effect] = []
-    env: dict[str, str] = {}
+    shell_env = dict(exported or {})
     here = cwd
     for words in commands:
         words, scripts = substitutions_of(words, substituted)
         for script in scripts:  # run before the command: URL=$(gh pr create …)
-            effects.extend(_nested(script, here, rules, nested))
+            effects.extend(_nested(script, here, rules, nested, shell_env))
+        env = dict(shell_env)  # GH_REPO=o/r gh …: for this command only
         words = command_run(words, env)
         if not words:
+            shell_env = env  # export GH_REPO=o/r, or assignments alone: for the commands after them
             continue
         if words[0] in SHELLS or words[0] == "eval":
             inner = " ".join(words[1:]) if words[0] == "eval" else shell_script(words[1:])
             if inner is None:  # bash <<'EOF' … EOF: the script is the here-document (or here-string)
                 inner = _stdin_script(*stdin_of(words, bodies))
             if inner is not None:
-                effects.extend(_nested(inner, here, rules, nested))
+                effects.extend(_nested(inner, here, rules, nested, env))
             continue
         if words[0] == "cd" and len(words) == 2:
             here = _at(here, words[1])
@@ -664,10 +670,12 @@ def _stdin_script(words: list[str], stdin: str | None) -> str | None:
     return stdin if stdin is not None and (not given or given[0] == "--" or "-s" in options) else None
 
 
-def _nested(script: str, cwd: str | None, rules: Sequence[AgentRule], nested: int) -> list[Effect]:
+def _nested(
+    script: str, cwd: str | None, rules: Sequence[AgentRule], nested: int, env: Mapping[str, str]
+) -> list[Effect]:
     """The effects of a script the command line runs (``sh -c``, a substitution), three deep at most."""
     if nested < _MAX_NESTED:
-        return recognise_command(script, cwd, rules, nested + 1)
+        return recognise_command(script, cwd, rules, nested + 1, env)
     if re.search(r"\bgh\b|\bgit\b", script):
         problem = f"the command (more than {_MAX_NESTED} shells deep)"
         return [Effect(PR, "a shell command", problems=(problem,))]

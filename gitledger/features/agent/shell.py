@@ -387,7 +387,8 @@ def command_run(words: list[str], env: dict[str, str]) -> list[str]:
     """The words of the program a simple command runs: past the keywords around it (``if``, ``then``,
     ``{``, ``!`` …), its ``NAME=value`` assignments (into ``env``) and the wrappers that run their
     arguments (``command``, ``exec``, ``nohup``, ``time``, ``env``, ``timeout``); ``gh``, ``git`` or a
-    shell named by its path (``/usr/bin/gh``) by its name. Empty when it runs nothing (``command -v``)."""
+    shell named by its path (``/usr/bin/gh``) by its name. Empty when it runs nothing (``command -v``,
+    ``export NAME=value``, assignments alone: then ``env`` holds what later commands see)."""
     while words:
         head = words[0]
         if head in _KEYWORDS:
@@ -405,6 +406,10 @@ def command_run(words: list[str], env: dict[str, str]) -> list[str]:
             words = strip_assignments(words, env)
         elif head == "timeout":
             words = _past_options(words[1:], _TIMEOUT_VALUE_OPTIONS)[1:]  # and the duration
+        elif head == "export":  # export NAME=value …: for the commands after it; runs nothing
+            for word in words[1:]:
+                strip_assignments([word], env)
+            return []
         else:
             break
     if words and "/" in words[0] and words[0].rsplit("/", 1)[1] in _PROGRAMS:
