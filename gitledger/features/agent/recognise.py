@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
+from gitledger.features.agent.gitcmd import CURRENT_BRANCH, at, git_options, git_push
 from gitledger.features.agent.shell import (
     SHELLS,
     command_run,
@@ -124,15 +125,6 @@ _GH_VALUE_OPTIONS: dict[str, dict[str, str]] = {
         "--recover": "",
     },
 }
-# (--force-with-lease and --signed take a value only after "=")
-_GIT_PUSH_VALUE_OPTIONS = frozenset({"--repo", "--receive-pack", "--exec", "-o", "--push-option"})
-
-
-# a substitution of git's current branch: $(git branch --show-current), `git rev-parse --abbrev-ref HEAD`
-_CURRENT_BRANCH = re.compile(
-    r"(?:\$\(|`)\s*git\s+(?:branch\s+--show-current|rev-parse\s+--abbrev-ref\s+HEAD|symbolic-ref\s+"
-    r"(?:-q\s+)?--short\s+HEAD)\s*(?:\)|`)"
-)
 
 
 def _options(
@@ -352,63 +344,6 @@ def _graphql(fields: Mapping[str, str], has_input: bool, cwd: str | None) -> Eff
     return Effect(kind, "gh api graphql", problems=(problem,))
 
 
-def _at(cwd: str | None, path: str) -> str:
-    """``path`` as seen from ``cwd`` (``cd``, ``git -C``, ``--body-file``; an absolute one as it is)."""
-    import os
-
-    return path if cwd is None else os.path.join(cwd, path)
-
-
-def _git_options(words: list[str], cwd: str | None) -> tuple[list[str], str | None]:
-    """``git`` and its command without git's own options before it (``git -C DIR -c k=v push``), and the
-    directory it runs in."""
-    i = 1
-    while i < len(words) and words[i].startswith("-"):
-        word = words[i]
-        if word in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"):
-            if word == "-C" and i + 1 < len(words):
-                cwd = _at(cwd, words[i + 1])
-            i += 2
-        else:
-            i += 1
-    return [words[0], *words[i:]], cwd
-
-
-def _git_push(words: list[str], cwd: str | None) -> list[Effect]:
-    args = words[2:]
-    positional: list[str] = []
-    i = 0
-    while i < len(args):
-        word = args[i]
-        if word in ("--delete", "-d", "--tags", "--mirror", "--all", "--branches", "--prune"):
-            return []  # no single new branch
-        if word in _GIT_PUSH_VALUE_OPTIONS:
-            i += 2
-            continue
-        if word == "--":
-            positional.extend(args[i + 1 :])
-            break
-        if not word.startswith("-"):
-            positional.append(word)
-        i += 1
-    remote = positional[0] if positional else None
-    refspecs = positional[1:]
-    if not refspecs:
-        return [Effect(PUSH, "git push", branch=None, remote=remote, cwd=cwd)]
-    effects = []
-    for spec in refspecs:
-        spec = spec.lstrip("+")
-        src, _, dst = spec.partition(":")
-        target = dst or src
-        if not target or target.startswith("refs/tags/") or (src == "" and dst):  # ":branch" deletes
-            continue
-        target = target.removeprefix("refs/heads/")
-        if target in ("HEAD", "@") or _CURRENT_BRANCH.fullmatch(target):  # the current branch
-            target = ""
-        effects.append(Effect(PUSH, "git push", branch=target or None, remote=remote, cwd=cwd))
-    return effects
-
-
 def _repo_arg(value: str | None) -> str | None:
     """OWNER/NAME from ``-R``/``GH_REPO`` (which may be HOST/OWNER/NAME or a URL)."""
     if not value:
@@ -442,7 +377,7 @@ def _body(values: Mapping[str, str], cwd: str | None, stdin: str | None) -> str 
     if path == "-":
         return stdin
     try:
-        with open(_at(cwd, path), encoding="utf-8", errors="replace") as fh:
+        with open(at(cwd, path), encoding="utf-8", errors="replace") as fh:
             return fh.read(65536)
     except OSError:
         return None
@@ -463,7 +398,7 @@ def _head(value: str | None, option: str) -> tuple[str | None, tuple[str, ...]]:
     """(the head branch a command names, what cannot be told about it). ``OWNER:branch`` is the branch;
     a substitution of git's current branch is the current branch, as no head at all (None); any other
     shell expansion would be keyed on its text, which a retry spells otherwise: refused."""
-    if not value or _CURRENT_BRANCH.fullmatch(value.strip()):
+    if not value or CURRENT_BRANCH.fullmatch(value.strip()):
         return None, ()
     if "$" in value or "`" in value:
         return value, (f"the head branch ({option} {value!r} is expanded by the shell: write the branch)",)
@@ -637,7 +572,7 @@ def recognise_command(
                 effects.extend(_nested(inner, here, rules, nested, env))
             continue
         if words[0] == "cd" and len(words) == 2:
-            here = _at(here, words[1])
+            here = at(here, words[1])
             continue
         matched = False
         for rule in rules:
@@ -653,9 +588,9 @@ def recognise_command(
             if effect is not None:
                 effects.append(effect)
         elif words[0] == "git":
-            words, where = _git_options(words, here)
+            words, where = git_options(words, here)
             if len(words) >= 2 and words[1] == "push":
-                effects.extend(_git_push(words, where))
+                effects.extend(git_push(words, where))
     return effects
 
 
