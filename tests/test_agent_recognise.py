@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from pathlib import Path
 
 import pytest
 
@@ -308,3 +309,19 @@ def test_gh_repo_exported_applies_to_later_commands_and_a_prefix_only_to_its_own
     assert (first.repo, second.repo) == ("o/r", None)
     (inner,) = recognise_command("GH_REPO=o/r bash -c 'gh issue comment 5 -b a'", "/r")
     assert inner.repo == "o/r"
+
+
+def test_a_tilde_path_is_the_home_directory_as_the_shell_expands_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd ~/gadgets && gh pr create`` ran in /r/~/gadgets (no such directory): the guard fell back to
+    the hook's repository, so the PR (or a comment) was keyed there and a retry from the spelt-out
+    path was a new key. The shell expands a leading ``~`` in cd, git -C and --body-file alike."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "note.md").write_text("Tests pass.")
+    (pr,) = recognise_command("cd ~/gadgets && gh pr create --head h", "/r")
+    assert pr.cwd == str(tmp_path / "gadgets")
+    (push,) = recognise_command("git -C ~/gadgets push origin feat", "/r")
+    assert push.cwd == str(tmp_path / "gadgets")
+    (comment,) = recognise_command("gh pr comment 3 --body-file ~/note.md", "/r")
+    assert comment.body == "Tests pass."

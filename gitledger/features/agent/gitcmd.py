@@ -23,9 +23,11 @@ CURRENT_BRANCH = re.compile(
 
 
 def at(cwd: str | None, path: str) -> str:
-    """``path`` as seen from ``cwd`` (``cd``, ``git -C``, ``--body-file``; an absolute one as it is)."""
+    """``path`` as seen from ``cwd`` (``cd``, ``git -C``, ``--body-file``; an absolute one as it is, a
+    leading ``~`` the home directory, as the shell expands it)."""
     import os
 
+    path = os.path.expanduser(path) if path.startswith("~") else path
     return path if cwd is None else os.path.join(cwd, path)
 
 
