@@ -232,6 +232,31 @@ def test_comments_and_issues_keyed_on_task_and_target(bench: dict[str, Any]) -> 
     assert code == 2 and out == "" and "set GITLEDGER_TASK" in err.replace("Set", "set")
 
 
+def test_another_repository_named_in_another_case_is_the_same_one(bench: dict[str, Any]) -> None:
+    """Only the hook's own repository was matched without case: a comment on acme/gadgets #1 was keyed
+    on the spelling of -R, so a reworded retry with -R Acme/Gadgets (or the issue's URL) was a new key,
+    and GitHub's copy, reworded, is under the high bar: a second comment."""
+    server: FakeGitHub = bench["server"]
+    server.add_repo("acme/gadgets")
+    gadgets = Github(auth=Auth.Token("test-token"), **server.pygithub_kwargs()).get_repo("acme/gadgets")
+    issue = gadgets.create_issue(title="Tracking target_1")
+    first = f"gh issue comment {issue.number} -R acme/gadgets -b 'Tests pass on build_7; ready for review.'"
+    assert hook("claude", bash("PreToolUse", first, bench["dir"])) == (0, "", "")
+    comment = issue.create_comment("Tests pass on build_7; ready for review.")
+    post = bash("PostToolUse", first, bench["dir"])
+    post["tool_response"] = {"stdout": comment.html_url + "\n", "stderr": ""}
+    assert hook("claude", post)[0] == 0
+    body = "-b 'build_7 is green, can someone review it?'"
+    for spelling in (
+        "1 -R Acme/Gadgets",
+        "1 --repo=ACME/GADGETS",
+        "https://github.com/Acme/Gadgets/issues/1",
+    ):
+        again = bash("PreToolUse", f"gh pr comment {spelling} {body}", bench["dir"], tool_use_id="t9")
+        reason = denied(*hook("claude", again)[:2])
+        assert reason is not None and comment.html_url in reason, spelling
+
+
 def test_failure_is_recorded_and_the_retry_is_allowed(bench: dict[str, Any]) -> None:
     assert hook("claude", bash("PreToolUse", PR, bench["dir"])) == (0, "", "")
     fail = bash("PostToolUseFailure", PR, bench["dir"], error="Exit code 1\nno commits", is_interrupt=False)

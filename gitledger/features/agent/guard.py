@@ -178,7 +178,7 @@ class AgentGuard:
                 f"{', '.join(effect.problems)}; "
                 "not acting. Write the call with explicit values so it can be checked for duplicates."
             )
-        repo = self.same_repo(effect.repo) if effect.repo else self.default_repo(effect)
+        repo = self.same_repo(effect.repo or self.default_repo(effect))
         head = effect.head
         if effect.kind == PR and head is None:
             head = self.current_branch(effect.cwd)
@@ -199,12 +199,13 @@ class AgentGuard:
         return Target(effect, self.task, repo, head)
 
     def same_repo(self, repo: str) -> str:
-        """``repo`` (from ``-R``, a URL, a tool's arguments) spelt as the configured or origin repository
-        when it is that one in another case: GitHub names are not case-sensitive."""
+        """``repo`` (from ``-R``, a URL, a tool's arguments, another repository's origin) spelt as the
+        configured or origin repository when it is that one in another case, any other one in lower
+        case: GitHub names are not case-sensitive, and the name is part of the key."""
         for known in (self.ws.config.github_repo, self._origin_repo()):
             if known and known.casefold() == repo.casefold():
                 return known
-        return repo
+        return repo.lower()
 
     def default_repo(self, effect: Effect) -> str:
         from gitledger.core.remotes import parse_remote_url
