@@ -325,3 +325,27 @@ def test_a_tilde_path_is_the_home_directory_as_the_shell_expands_it(
     assert push.cwd == str(tmp_path / "gadgets")
     (comment,) = recognise_command("gh pr comment 3 --body-file ~/note.md", "/r")
     assert comment.body == "Tests pass."
+
+
+def test_gh_api_reads_a_field_from_a_file_or_stdin_as_gh_does(tmp_path: Path) -> None:
+    """``gh api …/comments -F body=@note.md`` posts the file's text (``-F`` reads ``@file``, ``@-`` stdin):
+    the guard kept the text ``@note.md``, so a reworded retry was not compared with what was posted,
+    and after a crash the claim was settled by looking for ``@note.md`` on GitHub: not found, and the
+    retry posted a second comment."""
+    (tmp_path / "note.md").write_text("Tests pass on build_7.\n")
+    path = "repos/o/r/issues/5/comments"
+    (comment,) = recognise_command(f"gh api {path} -F body=@note.md", str(tmp_path))
+    assert (comment.kind, comment.target, comment.body, comment.problems) == (
+        COMMENT,
+        5,
+        "Tests pass on build_7.\n",
+        (),
+    )
+    (piped,) = recognise_command(f"gh api {path} --field body=@- <<'EOF'\nReady.\nEOF", str(tmp_path))
+    assert piped.body == "Ready.\n" and not piped.problems
+    (raw,) = recognise_command(f"gh api {path} -f body=@note.md", str(tmp_path))  # -f is raw text
+    assert raw.body == "@note.md"
+    (issue,) = recognise_command("gh api repos/o/r/issues -F title=@note.md", str(tmp_path))
+    assert issue.title == "Tests pass on build_7.\n"
+    (unread,) = recognise_command(f"gh api {path} -F body=@missing.md", str(tmp_path))
+    assert unread.problems == ("the body field (-F body=@missing.md cannot be read)",)

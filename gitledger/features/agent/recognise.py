@@ -223,13 +223,14 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
             problems=problems,
         )
     if args and args[0] == "api":
-        return _gh_api(args[1:], env, cwd)
+        return _gh_api(args[1:], env, cwd, stdin)
     return None
 
 
-def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect | None:
+def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | None) -> Effect | None:
     method: str | None = None
     fields: dict[str, str] = {}
+    unread: list[str] = []  # -F NAME=@FILE fields whose file cannot be read
     path: str | None = None
     has_input = False
     i = 0
@@ -267,7 +268,13 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
                 method = value.upper()
             elif name in ("-f", "--raw-field", "-F", "--field"):
                 key, _, val = value.partition("=")
-                fields[key.rstrip("[]")] = val
+                key = key.rstrip("[]")
+                if name in ("-F", "--field") and val.startswith("@") and key != "query":
+                    text = _body({"body_file": val[1:]}, cwd, stdin)  # gh reads @FILE (@-: stdin)
+                    if text is None:
+                        unread.append(f"the {key} field ({name} {value} cannot be read)")
+                    val = val if text is None else text
+                fields[key] = val
             elif name == "--input":
                 has_input = True
         elif not word.startswith("-") and path is None:
@@ -288,7 +295,7 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None) -> Effect 
     owner, name = match["owner"], match["name"]
     repo = None if "{" in owner or "{" in name else f"{owner}/{name}"
     repo = repo or _repo_arg(env.get("GH_REPO"))
-    problems: tuple[str, ...] = ()
+    problems = tuple(unread)
     if has_input and not fields:
         problems = ("the request fields (pass them with -f/-F instead of --input)",)
     if match["pulls"]:
