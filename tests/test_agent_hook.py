@@ -191,6 +191,26 @@ def test_a_pr_opened_after_cd_into_another_repository_is_keyed_on_that_repositor
     assert reason is not None and url in reason
 
 
+@pytest.mark.parametrize("flag", ["--dry-run", "--web", "-w"])
+def test_a_pr_create_that_opens_nothing_does_not_stand_for_the_tasks_pr(
+    bench: dict[str, Any], flag: str
+) -> None:
+    """``gh pr create --dry-run`` prints what it would do, ``--web`` opens a browser: neither opens a pull
+    request. Both were claimed and recorded done (with no URL), and the real ``gh pr create`` after
+    them was refused as a second pull request."""
+    preview = f"gh pr create {flag} --head agent/T1 --title 'Add paging'"
+    assert hook("claude", bash("PreToolUse", preview, bench["dir"], tool_use_id="d1")) == (0, "", "")
+    post = bash("PostToolUse", preview, bench["dir"], tool_use_id="d1")
+    post["tool_response"] = {
+        "stdout": "Would have created a Pull Request with:\ntitle: Add paging\n",
+        "stderr": "",
+    }
+    assert hook("claude", post) == (0, "", "")
+    assert hook("claude", bash("PreToolUse", PR, bench["dir"], tool_use_id="d2")) == (0, "", "")
+    issue = f"gh issue create {flag} --title 'Flaky export_job.py'"
+    assert hook("claude", bash("PreToolUse", issue, bench["dir"], tool_use_id="d3")) == (0, "", "")
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

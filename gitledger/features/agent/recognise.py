@@ -10,7 +10,7 @@ assignments are dropped (``GH_REPO=`` is read; ``export`` keeps it for the next 
 Recognised (docs/agents.md, "What is guarded"):
 
 - ``gh pr create``, alias ``gh pr new`` (``--head/-H``, ``--base/-B``, ``--title/-t``, ``--body/-b``,
-  ``--body-file/-F``, ``--repo/-R``)
+  ``--body-file/-F``, ``--repo/-R``; ``--dry-run`` and ``--web`` make none)
 - ``gh pr comment N`` / ``gh issue comment N`` (``--body/-b``, ``--body-file/-F``; ``--edit-last`` is
   an edit, not a new comment)
 - ``gh issue create``, alias ``gh issue new`` (``--title/-t``, ``--body/-b``, ``--body-file/-F``)
@@ -172,7 +172,9 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
         args = [args[0], "create", *args[2:]]
     # global flags before the subcommand are rare; -R may also come first
     if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
-        values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
+        values, _, flags = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
+        if flags & {"--dry-run", "--web", "-w"}:
+            return None  # prints what it would do, or opens a browser: no pull request
         head, unknown = _head(values.get("head"), "--head")
         repo = values.get("repo") or env.get("GH_REPO") or None
         return Effect(
@@ -210,7 +212,9 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
             problems=problems,
         )
     if len(args) >= 2 and args[0] == "issue" and args[1] == "create":
-        values, _, _ = _options(args[2:], _GH_VALUE_OPTIONS["issue create"])
+        values, _, flags = _options(args[2:], _GH_VALUE_OPTIONS["issue create"])
+        if flags & {"--web", "-w"}:
+            return None  # opens a browser: no issue
         repo = _repo_arg(values.get("repo") or env.get("GH_REPO"))
         problems = () if values.get("title") else ("the issue title (pass --title)",)
         return Effect(
