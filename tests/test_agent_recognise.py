@@ -349,3 +349,18 @@ def test_gh_api_reads_a_field_from_a_file_or_stdin_as_gh_does(tmp_path: Path) ->
     assert issue.title == "Tests pass on build_7.\n"
     (unread,) = recognise_command(f"gh api {path} -F body=@missing.md", str(tmp_path))
     assert unread.problems == ("the body field (-F body=@missing.md cannot be read)",)
+
+
+def test_short_options_are_read_as_gh_reads_them_with_equals_or_in_a_cluster() -> None:
+    """gh (pflag) reads ``-H=feat`` as ``feat`` and ``-fH feat`` as ``--fill --head feat``: the guard kept
+    ``=feat`` (a head, or with ``-R=o/r`` a repository, no retry spells) and lost the clustered head
+    (the current branch instead); ``gh api -X=POST`` was not a POST, so its comment went unguarded."""
+    (equals,) = recognise_command("gh pr create -H=feat -R=o/r -B=main", "/r")
+    assert (equals.head, equals.repo, equals.base) == ("feat", "o/r", "main")
+    (cluster,) = recognise_command("gh pr create -fH feat", "/r")
+    assert cluster.head == "feat"
+    (attached,) = recognise_command("gh pr create -dfHfeat -t T", "/r")
+    assert (attached.head, attached.title) == ("feat", "T")
+    assert recognise_command("gh pr create -dw", "/r") == []  # --web in a cluster
+    (api,) = recognise_command("gh api -X=POST repos/o/r/issues/5/comments -f body=Ready.", "/r")
+    assert (api.kind, api.target, api.body) == (COMMENT, 5, "Ready.")

@@ -144,8 +144,6 @@ def _options(
         if name in value_options:
             if eq:
                 value = inline
-            elif len(name) == 2 and len(word) > 2:  # -Hbranch
-                value = word[2:]
             elif i + 1 < len(words):
                 value = words[i + 1]
                 i += 1
@@ -153,13 +151,22 @@ def _options(
                 value = ""
             if value_options[name]:
                 values[value_options[name]] = value
-        elif word.startswith("-") and len(word) > 1:
-            short = word[:2]
-            if not word.startswith("--") and short in value_options and len(word) > 2:
+        elif word.startswith("-") and not word.startswith("--") and len(word) > 2:
+            # short options in one word, as gh (pflag) reads them: -Hbranch, -H=branch, -fH branch
+            for j in range(1, len(word)):
+                short = "-" + word[j]
+                if short not in value_options:
+                    flags.add(short)
+                    continue
+                value = word[j + 1 :].removeprefix("=")
+                if j + 1 == len(word) and i + 1 < len(words):
+                    value = words[i + 1]
+                    i += 1
                 if value_options[short]:
-                    values[value_options[short]] = word[2:]
-            else:
-                flags.add(name)
+                    values[value_options[short]] = value
+                break
+        elif word.startswith("-") and len(word) > 1:
+            flags.add(name)
         else:
             positional.append(word)
         i += 1
@@ -264,7 +271,7 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None, stdin: str
             if eq:
                 value = inline
             elif len(word) > 2 and not word.startswith("--"):
-                value = word[2:]
+                value = word[2:].removeprefix("=")  # -XPOST, -X=POST
             else:
                 i += 1
                 value = args[i] if i < len(args) else ""
