@@ -151,6 +151,24 @@ def test_an_effect_made_before_a_crash_is_found_for_a_head_spelled_with_its_owne
     assert up.calls.count("create_pull_request") == 1
 
 
+@pytest.mark.parametrize(
+    "first, again",
+    [
+        ({"text": "x"}, {"text": "x", "thread": None}),  # an optional argument sent as null
+        ({"text": "x", "thread": 7}, {"text": "x", "thread": 7.0}),  # JSON's 7.0 is 7
+    ],
+)
+def test_a_null_argument_is_one_left_out_and_an_integral_number_is_that_integer(
+    first: dict[str, Any], again: dict[str, Any]
+) -> None:
+    """Keyed on canonical JSON, ``"thread": null`` was another key than no thread (and ``7.0`` than
+    ``7``): a retry that spelt its arguments so sent a ledger-only tool's effect a second time."""
+    guard, up = make_guard(), Upstream()
+    assert guard.handle("send_note", first, up).status == "created"
+    assert guard.handle("send_note", again, up).status == "replayed"
+    assert up.calls == ["send_note"]
+
+
 def test_live_claim_elsewhere_is_in_progress_and_nothing_is_sent() -> None:
     store, up = MemoryStore(), Upstream()
     other = make_guard(store)

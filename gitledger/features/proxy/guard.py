@@ -244,8 +244,8 @@ class ProxyGuard:
                     f"{name} needs the argument {name_!r} (required by the tool, and part of what "
                     "identifies the effect); nothing was done"
                 )
-            if name_ not in arguments:
-                continue
+            if arguments.get(name_) is None:
+                continue  # null is the argument left out
             wanted = info.types.get(name_, ()) if info is not None else ()
             if wanted and not any(_is(arguments[name_], kind) for kind in wanted):
                 raise UsageError(
@@ -543,6 +543,8 @@ def _normal(value: Any, casefold: bool) -> Any:
     if isinstance(value, str):
         value = value.strip()
         return value.casefold() if casefold else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # JSON's 7.0 is 7
     return value
 
 
