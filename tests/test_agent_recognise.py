@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH
-from gitledger.features.agent.recognise import recognise_command
+from gitledger.features.agent.recognise import recognise, recognise_command
 from gitledger.features.agent.shell import lift_heredocs, split_commands
 
 
@@ -364,3 +364,14 @@ def test_short_options_are_read_as_gh_reads_them_with_equals_or_in_a_cluster() -
     assert recognise_command("gh pr create -dw", "/r") == []  # --web in a cluster
     (api,) = recognise_command("gh api -X=POST repos/o/r/issues/5/comments -f body=Ready.", "/r")
     assert (api.kind, api.target, api.body) == (COMMENT, 5, "Ready.")
+
+
+@pytest.mark.parametrize("number", ["²", "٣", "1²"])
+def test_a_number_gh_would_not_read_is_not_a_target(number: str) -> None:
+    """``isdigit()`` takes "²" for a digit and ``int()`` does not: the hook failed closed calling it an
+    internal error. gh reads ASCII digits only, so such a target is one gitledger cannot tell."""
+    [command] = recognise_command(f"gh pr comment {number} --body x", "/tmp", [])
+    assert command.target is None and command.problems
+    mcp = {"owner": "a", "repo": "b", "issue_number": number, "body": "x"}
+    [tool] = recognise("mcp__github__add_issue_comment", mcp, "/tmp", [])
+    assert tool.target is None and tool.problems

@@ -16,10 +16,16 @@ _GIT_PUSH_VALUE_OPTIONS = frozenset({"--repo", "--receive-pack", "--exec", "-o",
 
 
 # a substitution of git's current branch: $(git branch --show-current), `git rev-parse --abbrev-ref HEAD`
-CURRENT_BRANCH = re.compile(
+# (text: re compiles it on first use, so a hook call that reads no head or push pays nothing for it)
+_CURRENT_BRANCH = (
     r"(?:\$\(|`)\s*git\s+(?:branch\s+--show-current|rev-parse\s+--abbrev-ref\s+HEAD|symbolic-ref\s+"
     r"(?:-q\s+)?--short\s+HEAD)\s*(?:\)|`)"
 )
+
+
+def is_current_branch(text: str) -> bool:
+    """Whether ``text`` is a substitution that gives the current branch."""
+    return re.fullmatch(_CURRENT_BRANCH, text.strip()) is not None
 
 
 def at(cwd: str | None, path: str) -> str:
@@ -75,10 +81,10 @@ def git_push(words: list[str], cwd: str | None) -> list[Effect]:
         if not target or target.startswith("refs/tags/") or (src == "" and dst):  # ":branch" deletes
             continue
         target = target.removeprefix("refs/heads/")
-        if target in ("HEAD", "@") or CURRENT_BRANCH.fullmatch(target):  # the current branch
+        if target in ("HEAD", "@") or is_current_branch(target):  # the current branch
             target = ""
         effects.append(Effect(PUSH, "git push", branch=target or None, remote=remote, cwd=cwd))
     return effects
 
 
-__all__ = ["CURRENT_BRANCH", "at", "git_options", "git_push"]
+__all__ = ["at", "git_options", "git_push", "is_current_branch"]

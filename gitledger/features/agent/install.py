@@ -61,7 +61,7 @@ def parse_version(text: str) -> tuple[int, ...] | None:
     """``(2, 1, 295)`` from ``claude --version`` output such as ``2.1.295 (Claude Code)``."""
     for word in text.split():
         parts = word.split(".")
-        if len(parts) >= 2 and all(part.isdigit() for part in parts):
+        if len(parts) >= 2 and all(part.isdecimal() for part in parts):
             return tuple(int(part) for part in parts)
     return None
 

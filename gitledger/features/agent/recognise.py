@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gitledger.core.effects import COMMENT, ISSUE, PR, PUSH, REQUIRED, Effect
-from gitledger.features.agent.gitcmd import CURRENT_BRANCH, at, git_options, git_push
+from gitledger.features.agent.gitcmd import at, git_options, git_push, is_current_branch
 from gitledger.features.agent.shell import (
     SHELLS,
     command_run,
@@ -374,7 +374,7 @@ def _repo_arg(value: str | None) -> str | None:
 def _target(word: str) -> tuple[int | None, str | None]:
     """(number, OWNER/NAME) of a comment target: ``12``, ``#12`` or an issue/PR URL."""
     text = word.strip().lstrip("#")
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # as gh reads a number (not "²" or "٣")
         return int(text), None
     match = re.search(_ISSUE_URL, text)
     if match:
@@ -416,7 +416,7 @@ def _head(value: str | None, option: str) -> tuple[str | None, tuple[str, ...]]:
     """(the head branch a command names, what cannot be told about it). ``OWNER:branch`` is the branch;
     a substitution of git's current branch is the current branch, as no head at all (None); any other
     shell expansion would be keyed on its text, which a retry spells otherwise: refused."""
-    if not value or CURRENT_BRANCH.fullmatch(value.strip()):
+    if not value or is_current_branch(value):
         return None, ()
     if "$" in value or "`" in value:
         return value, (f"the head branch ({option} {value!r} is expanded by the shell: write the branch)",)
@@ -454,7 +454,7 @@ def _mcp(tool: str, name: str, args: Mapping[str, Any]) -> list[Effect]:
                 COMMENT,
                 name,
                 repo=repo,
-                target=int(number) if number and number.isdigit() else None,
+                target=int(number) if number and number.isascii() and number.isdigit() else None,
                 body=_str(args.get("body")),
             )
         ]
@@ -480,7 +480,7 @@ def _from_rule(rule: AgentRule, source: str, get: Any, cwd: str | None) -> Effec
         values["repo"] = f"{owner}/{repo}"
     if "target" in values:
         target = _str(values["target"])
-        values["target"] = int(target) if target and target.isdigit() else None
+        values["target"] = int(target) if target and target.isascii() and target.isdigit() else None
     for key in ("head", "base", "branch", "title", "body", "repo"):
         if key in values:
             values[key] = _str(values[key])
@@ -510,7 +510,7 @@ def _rule_for_words(rule: AgentRule, words: list[str], cwd: str | None) -> Effec
     def get(where: str) -> Any:
         if where.startswith("-"):
             return values.get(where)
-        if where.startswith("arg") and where[3:].isdigit():
+        if where.startswith("arg") and where[3:].isdecimal():
             n = int(where[3:])
             return positional[n - 1] if 0 < n <= len(positional) else None
         return None

@@ -28,7 +28,7 @@ def lookup(values: Any, path: str) -> Any:
     for part in path.split("."):
         if isinstance(current, Mapping) and part in current:
             current = current[part]
-        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+        elif isinstance(current, list) and part.isdecimal() and int(part) < len(current):
             current = current[int(part)]
         else:
             raise Missing(path)
