@@ -211,6 +211,29 @@ def test_a_pr_create_that_opens_nothing_does_not_stand_for_the_tasks_pr(
     assert hook("claude", bash("PreToolUse", issue, bench["dir"], tool_use_id="d3")) == (0, "", "")
 
 
+@pytest.mark.parametrize("made", [True, False])
+def test_a_pr_call_that_names_no_url_is_settled_by_github_not_recorded_as_a_pr(
+    bench: dict[str, Any], made: bool
+) -> None:
+    """``gh pr create … > /dev/null`` (made, URL not shown) and ``gh pr create … || true`` after gh
+    failed (not made) both end well and name no URL. Both were recorded done without a URL: in the
+    second case the task's real ``gh pr create`` was then refused as 'pull request #None'."""
+    quiet = "gh pr create --head agent/T1 --title 'Add paging' --body 'x' > /dev/null || true"
+    assert hook("claude", bash("PreToolUse", quiet, bench["dir"], tool_use_id="q1")) == (0, "", "")
+    url = None
+    if made:
+        url = bench["repo"].create_pull(title="Add paging", body="x", head="agent/T1", base="main").html_url
+    post = bash("PostToolUse", quiet, bench["dir"], tool_use_id="q1")
+    post["tool_response"] = {"stdout": "", "stderr": "", "interrupted": False, "isImage": False}
+    assert hook("claude", post) == (0, "", "")
+    again = bash("PreToolUse", PR, bench["dir"], session="s2", tool_use_id="q2")
+    if made:
+        reason = denied(*hook("claude", again)[:2])
+        assert reason is not None and f"pull request #1 (open) from branch agent/T1: {url}" in reason
+    else:
+        assert hook("claude", again) == (0, "", "")  # no PR was made: this one goes ahead
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

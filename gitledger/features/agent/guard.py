@@ -330,9 +330,10 @@ class AgentGuard:
             step, self.runner.event(step, FAILED, claim=ids or None, message=why), entry.version
         )
 
-    def settle_dead(self, t: Target, step: StepKey, entry: Entry) -> None:
-        """Settle an open claim whose agent is gone (or whose lease ran out) by asking GitHub for exactly
-        what the claim names: the PR from its head, the comment or issue with its text."""
+    def settle_by_reality(self, t: Target, step: StepKey, entry: Entry) -> None:
+        """Settle an open claim by asking GitHub for exactly what it names (the PR from its head, the
+        comment or issue with its text): one whose agent is gone (or whose lease ran out), or one whose
+        call ended well but named no URL."""
         claim = entry.folded.claim or {}
         detail = claim.get("agent") or {}
         kind = t.effect.kind
@@ -376,7 +377,7 @@ class AgentGuard:
                 holder = self.holder(folded)
                 if holder is not None:
                     return None if self.same_call(holder) else deny_in_progress(t, step, holder)
-                self.settle_dead(t, step, entry)
+                self.settle_by_reality(t, step, entry)
                 continue
             pr = self.gh(t.repo).pull_for_head(t.head)
             if pr is not None:
@@ -470,7 +471,7 @@ class AgentGuard:
                         if similarity.near_duplicate(claimed_text, text, similarity.SAME_INTENT):
                             return deny_in_progress(t, step, holder)
                         break
-                    self.settle_dead(t, step, entry)
+                    self.settle_by_reality(t, step, entry)
                     continue
                 found = self.reality(t, text, similarity.REALITY)
                 if found is not None:
@@ -554,6 +555,13 @@ class AgentGuard:
                 self.runner.record(step, self.runner.event(step, FAILED, claim=claim_id, message=message))
             return
         ref = ref_from_output(t, output)
+        if ref is None and claim_id and t.effect.kind != PUSH:
+            # the call ended well but named no URL ('> /dev/null'; '|| true' after gh failed): whether
+            # the effect exists is asked of GitHub, or the task's next call would be refused for it
+            try:
+                return self.settle_by_reality(t, step, entry)
+            except GitledgerError:
+                pass  # GitHub cannot be asked now: recorded done without a URL, as before
         if claim is None and (ref is None or entry.folded.state == DONE):
             return  # nothing of ours to close and nothing new to record
         event = self.runner.event(
