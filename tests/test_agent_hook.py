@@ -234,6 +234,21 @@ def test_a_pr_call_that_names_no_url_is_settled_by_github_not_recorded_as_a_pr(
         assert hook("claude", again) == (0, "", "")  # no PR was made: this one goes ahead
 
 
+def test_a_directory_the_shell_expands_is_refused_where_it_would_name_the_repository(
+    bench: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cd "$DIR" && gh pr create`` was read in the hook's repository (the path does not exist as
+    written): keyed, and checked against GitHub, on what may be another repository."""
+    unknown = 'cd "$DIR" && gh pr create --title t --body b'
+    code, out, err = hook("claude", bash("PreToolUse", unknown, bench["dir"]))
+    assert code == 2 and out == "" and "which the shell expands" in err and err.count("\n") == 1
+    told = 'cd "$DIR" && gh pr create -R acme/widgets --head agent/T1 --title t --body b'
+    assert hook("claude", bash("PreToolUse", told, bench["dir"])) == (0, "", "")  # nothing read there
+    monkeypatch.delenv("GITLEDGER_TASK")
+    push = 'cd "$DIR" && git push origin'  # a push without a task is not checked at all
+    assert hook("claude", bash("PreToolUse", push, bench["dir"])) == (0, "", "")
+
+
 def test_a_pr_made_outside_the_ledger_is_found_on_github_in_any_state(bench: dict[str, Any]) -> None:
     pr = bench["repo"].create_pull(title="t", body="b", head="agent/T1", base="main")
     pr.edit(state="closed")

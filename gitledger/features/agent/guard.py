@@ -178,6 +178,11 @@ class AgentGuard:
                 f"{', '.join(effect.problems)}; "
                 "not acting. Write the call with explicit values so it can be checked for duplicates."
             )
+        # the command's directory names the repository, or the branch, unless the call names them (a
+        # push without a task is not checked at all)
+        unnamed = effect.head if effect.kind == PR else effect.branch if effect.kind == PUSH else ""
+        if (not effect.repo or unnamed is None) and (effect.kind != PUSH or self.task):
+            self.readable_cwd(effect)
         repo = self.same_repo(effect.repo or self.default_repo(effect))
         head = effect.head
         if effect.kind == PR and head is None:
@@ -197,6 +202,20 @@ class AgentGuard:
                 ".gitledger.yml) to the task this agent works on, then retry."
             )
         return Target(effect, self.task, repo, head)
+
+    def readable_cwd(self, effect: Effect) -> None:
+        """Refuse an effect whose repository or branch would be read in a directory the shell names
+        (``cd "$DIR" && gh pr create``): that path does not exist as written, and reading the hook's
+        repository instead would key the effect on another repository."""
+        import os
+
+        cwd = effect.cwd
+        if cwd and ("$" in cwd or "`" in cwd) and not os.path.isdir(cwd):
+            raise GuardError(
+                f"gitledger: {effect.source} runs in {cwd!r}, which the shell expands: gitledger cannot "
+                "tell which repository or branch that is; not acting. Write the directory out "
+                "(cd /path/to/repo), or pass --repo OWNER/NAME and --head BRANCH."
+            )
 
     def same_repo(self, repo: str) -> str:
         """``repo`` (from ``-R``, a URL, a tool's arguments, another repository's origin) spelt as the
