@@ -375,3 +375,13 @@ def test_a_number_gh_would_not_read_is_not_a_target(number: str) -> None:
     mcp = {"owner": "a", "repo": "b", "issue_number": number, "body": "x"}
     [tool] = recognise("mcp__github__add_issue_comment", mcp, "/tmp", [])
     assert tool.target is None and tool.problems
+
+
+def test_an_mcp_number_sent_as_an_integral_float_is_that_number() -> None:
+    """JSON ``5.0`` is 5 (the MCP proxy keys it so too): the hook refused the call as one whose target
+    it could not tell."""
+    args = {"owner": "a", "repo": "b", "issue_number": 5.0, "body": "x"}
+    [effect] = recognise("mcp__github__add_issue_comment", args, "/tmp", [])
+    assert effect.target == 5 and not effect.problems
+    [half] = recognise("mcp__github__add_issue_comment", {**args, "issue_number": 5.5}, "/tmp", [])
+    assert half.target is None and half.problems

@@ -409,6 +409,8 @@ def _str(value: Any) -> str | None:
         return value.strip()
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, float) and value.is_integer():  # JSON's 5.0 is 5 (as the MCP proxy reads it)
+        return str(int(value))
     return None
 
 
