@@ -385,3 +385,23 @@ def test_an_mcp_number_sent_as_an_integral_float_is_that_number() -> None:
     assert effect.target == 5 and not effect.problems
     [half] = recognise("mcp__github__add_issue_comment", {**args, "issue_number": 5.5}, "/tmp", [])
     assert half.target is None and half.problems
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        "-fbody=Ready.",
+        "-Fbody=Ready.",
+        "-XPOST -fbody=Ready.",
+        "-XPOST -f body=Ready.",
+        "-X=POST -fbody=Ready.",
+    ],
+)
+def test_gh_api_short_options_with_their_value_attached_are_read(options: str) -> None:
+    """gh (pflag) reads ``-fbody=x`` as ``-f body=x`` and ``-XPOST`` as ``-X POST``: the guard read only
+    ``-X=POST``, so ``gh api …/comments -fbody=…`` was a GET and its comment went unguarded."""
+    (api,) = recognise_command(f"gh api repos/o/r/issues/5/comments {options}", "/r")
+    assert (api.kind, api.repo, api.target, api.body, api.problems) == (COMMENT, "o/r", 5, "Ready.", ())
+    (issue,) = recognise_command("gh api repos/o/r/issues -XPOST -ftitle=Flaky", "/r")
+    assert (issue.kind, issue.title) == (ISSUE, "Flaky")
+    assert recognise_command("gh api repos/o/r/issues/5/comments -fbody=x -XGET", "/r") == []

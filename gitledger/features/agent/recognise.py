@@ -61,6 +61,7 @@ _API_PATH = (
     r"(?:(?P<pulls>pulls)|issues(?:/(?P<number>\d+)/comments)?)/?$"
 )
 _API_HOST = r"^https?://[^/]+(?:/api/v3)?"
+_GH_API_SHORT = frozenset({"-X", "-f", "-F", "-H", "-q", "-t", "-p"})  # gh api options that take a value
 _GRAPHQL_CREATES = r"\b(createPullRequest|addComment|createIssue)\b"
 _GH_FOR = {PR: "pr create", COMMENT: "pr comment / gh issue comment", ISSUE: "issue create"}
 _MAX_NESTED = 3  # sh -c scripts inside sh -c scripts read (deeper: refused)
@@ -248,6 +249,8 @@ def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None, stdin: str
     while i < len(args):
         word = args[i]
         name, eq, inline = word.partition("=") if word.startswith("--") else (word, "", "")
+        if not word.startswith("--") and len(word) > 2 and word[:2] in _GH_API_SHORT:
+            name = word[:2]  # -XPOST, -X=POST, -fbody=x: the value attached, as pflag reads it
         takes_value = name in (
             "-X",
             "--method",
