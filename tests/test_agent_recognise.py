@@ -405,3 +405,16 @@ def test_gh_api_short_options_with_their_value_attached_are_read(options: str) -
     (issue,) = recognise_command("gh api repos/o/r/issues -XPOST -ftitle=Flaky", "/r")
     assert (issue.kind, issue.title) == (ISSUE, "Flaky")
     assert recognise_command("gh api repos/o/r/issues/5/comments -fbody=x -XGET", "/r") == []
+
+
+@pytest.mark.parametrize("repo", ["-R o/r", "--repo o/r", "--repo=o/r", "-Ro/r", "-R=o/r"])
+def test_a_repo_given_before_the_pr_or_issue_subcommand_is_read(repo: str) -> None:
+    """``--repo`` is a flag of gh's ``pr`` and ``issue`` groups, so ``gh issue -R o/r comment 5`` posts
+    as ``gh issue comment 5 -R o/r`` does: the guard did not recognise it, and the comment (the issue,
+    the PR) went unguarded."""
+    (comment,) = recognise_command(f"gh issue {repo} comment 5 --body Ready.", "/r")
+    assert (comment.kind, comment.repo, comment.target, comment.body) == (COMMENT, "o/r", 5, "Ready.")
+    (issue,) = recognise_command(f"gh issue {repo} create --title Flaky", "/r")
+    assert (issue.kind, issue.repo, issue.title) == (ISSUE, "o/r", "Flaky")
+    (pr,) = recognise_command(f"gh pr {repo} new --head feat", "/r")
+    assert (pr.kind, pr.repo, pr.head) == (PR, "o/r", "feat")

@@ -38,6 +38,10 @@ CLAUDE_IFS = (
     "Bash(gh issue comment *)",
     "Bash(gh issue create *)",
     "Bash(gh issue new *)",
+    "Bash(gh pr -R*)",  # --repo before the subcommand: gh pr -R o/r create
+    "Bash(gh pr --repo*)",
+    "Bash(gh issue -R*)",
+    "Bash(gh issue --repo*)",
     "Bash(gh api *)",
     "Bash(git push *)",
 )

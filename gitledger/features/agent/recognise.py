@@ -176,9 +176,10 @@ def _options(
 
 def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | None) -> Effect | None:
     args = words[1:]
+    if args and args[0] in ("pr", "issue"):  # --repo is a flag of the group: gh issue -R o/r comment 5
+        args = [args[0], *_group_repo_last(args[1:])]
     if len(args) >= 2 and args[0] in ("pr", "issue") and args[1] == "new":  # gh's alias of create
         args = [args[0], "create", *args[2:]]
-    # global flags before the subcommand are rare; -R may also come first
     if len(args) >= 2 and args[0] == "pr" and args[1] == "create":
         values, _, flags = _options(args[2:], _GH_VALUE_OPTIONS["pr create"])
         if flags & {"--dry-run", "--web", "-w"}:
@@ -237,6 +238,16 @@ def _gh(words: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | 
     if args and args[0] == "api":
         return _gh_api(args[1:], env, cwd, stdin)
     return None
+
+
+def _group_repo_last(args: list[str]) -> list[str]:
+    """``args`` of ``gh pr`` / ``gh issue`` with a ``-R``/``--repo`` given before the subcommand moved
+    after it, where the subcommand's options are read."""
+    leading: list[str] = []
+    while args and (args[0] in ("-R", "--repo") or args[0].startswith(("-R", "--repo="))):
+        take = 2 if args[0] in ("-R", "--repo") else 1
+        leading, args = leading + args[:take], args[take:]
+    return [*args[:1], *leading, *args[1:]] if leading else args
 
 
 def _gh_api(args: list[str], env: Mapping[str, str], cwd: str | None, stdin: str | None) -> Effect | None:
