@@ -671,3 +671,23 @@ def test_a_full_disk_fails_closed_with_one_line(bench: dict[str, Any], tmp_path:
     )
     assert "gitledger: the disk is full (No space left on device" in _refused(proc)
     assert "could not record this call, not acting. Free space, then retry the call" in proc.stderr
+
+
+def test_each_comment_of_a_line_records_its_own_url(bench: dict[str, Any]) -> None:
+    """A line that posts on two targets prints two comment URLs: both comments were recorded with the
+    first one, so the retry on the second target was refused naming the comment on the first."""
+    first = bench["repo"].create_issue(title="Tracking target_1")
+    second = bench["repo"].create_issue(title="Tracking target_2")
+    line = (
+        f"gh issue comment {first.number} --body 'Tests pass on build_7.' && "
+        f"gh issue comment {second.number} --body 'Regression in export_job.py, investigating.'"
+    )
+    assert hook("claude", bash("PreToolUse", line, bench["dir"])) == (0, "", "")
+    one = first.create_comment("Tests pass on build_7.").html_url
+    two = second.create_comment("Regression in export_job.py, investigating.").html_url
+    post = bash("PostToolUse", line, bench["dir"])
+    post["tool_response"] = {"stdout": f"{one}\n{two}\n", "stderr": ""}
+    assert hook("claude", post)[0] == 0
+    again = f"gh issue comment {second.number} --body 'Investigating a regression in export_job.py'"
+    reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t2"))[:2])
+    assert reason is not None and two in reason and one not in reason

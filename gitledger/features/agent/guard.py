@@ -47,8 +47,9 @@ STEP = {PR: "agent-pr", COMMENT: "agent-comment", ISSUE: "agent-issue", PUSH: "a
 # patterns as text: re compiles (and caches) one on first use, so a hook call pays only for those
 # it uses
 _PR_URL = r"https?://[^\s\"'<>]+/pull/(\d+)\b(?!#)"
-_COMMENT_URL = r"https?://[^\s\"'<>]+/(?:pull|issues)/\d+#issuecomment-\d+"
-_ISSUE_URL = r"https?://[^\s\"'<>]+/issues/(\d+)\b(?!#)"
+_REPO_IN_URL = r"https?://[^\s\"'<>]*?/(?P<repo>[^/\s\"'<>]+/[^/\s\"'<>]+)"
+_COMMENT_URL = _REPO_IN_URL + r"/(?:pull|issues)/(?P<number>\d+)#issuecomment-\d+"
+_ISSUE_URL = _REPO_IN_URL + r"/issues/(?P<number>\d+)\b(?!#)"
 _NUMBER = r"/(?:pull|issues)/(\d+)"
 
 
@@ -602,12 +603,12 @@ def ref_from_output(t: Target, output: str) -> str | None:
     if kind == PR:
         match = re.search(_PR_URL, output)
         return match.group(0) if match else None
-    if kind == COMMENT:
-        match = re.search(_COMMENT_URL, output)
-        return match.group(0) if match else None
-    if kind == ISSUE:
-        match = re.search(_ISSUE_URL, output)
-        return match.group(0) if match else None
+    if kind in (COMMENT, ISSUE):  # of this repository (and target): a line may print others' URLs
+        for match in re.finditer(_COMMENT_URL if kind == COMMENT else _ISSUE_URL, output):
+            repo, number = match["repo"].casefold(), int(match["number"])
+            if repo == t.repo.casefold() and (kind == ISSUE or number == t.effect.target):
+                return match.group(0)
+        return None
     return f"{t.repo}:refs/heads/{t.effect.branch}"
 
 
