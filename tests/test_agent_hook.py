@@ -691,3 +691,31 @@ def test_each_comment_of_a_line_records_its_own_url(bench: dict[str, Any]) -> No
     again = f"gh issue comment {second.number} --body 'Investigating a regression in export_job.py'"
     reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t2"))[:2])
     assert reason is not None and two in reason and one not in reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gh pr comment {n} --body-file note.md",
+        "gh api repos/acme/widgets/issues/{n}/comments -F body=@note.md",
+    ],
+)
+def test_a_comment_whose_body_file_the_line_removes_is_recorded(bench: dict[str, Any], command: str) -> None:
+    """``gh pr comment N --body-file F && rm F``: PostToolUse read F again, found nothing, and recorded
+    nothing (a warning): the claim stayed open, the reworded retry was "being made right now" and the
+    model could not stop. The key needs no body: the claim's text is what was posted."""
+    issue = bench["repo"].create_issue(title="Tracking target_1")
+    note = bench["dir"] / "note.md"
+    note.write_text("Tests pass on build_7; ready for review.\n")
+    line = command.format(n=issue.number) + " && rm note.md"
+    assert hook("claude", bash("PreToolUse", line, bench["dir"])) == (0, "", "")
+    url = issue.create_comment("Tests pass on build_7; ready for review.").html_url
+    note.unlink()
+    post = bash("PostToolUse", line, bench["dir"])
+    post["tool_response"] = {"stdout": url + "\n", "stderr": ""}
+    assert hook("claude", post) == (0, "", "")
+    again = f"gh pr comment {issue.number} --body 'build_7 is green, can someone review it?'"
+    reason = denied(*hook("claude", bash("PreToolUse", again, bench["dir"], tool_use_id="t2"))[:2])
+    assert reason is not None and url in reason and "right now" not in reason
+    other = f"gh pr comment {issue.number} --body 'Found a regression in export_job.py, investigating.'"
+    assert hook("claude", bash("PreToolUse", other, bench["dir"], tool_use_id="t3")) == (0, "", "")

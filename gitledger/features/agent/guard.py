@@ -517,6 +517,10 @@ class AgentGuard:
         output = self.event.tool_output or ""
         problems: list[str] = []
         for effect in effects:
+            if effect.kind == COMMENT and effect.target is not None:
+                # its key needs no body, which the line may have removed (--body-file F && rm F): the
+                # claim holds the text that was posted
+                effect = effect._replace(problems=())
             try:
                 t = self.resolve(effect)
             except GuardError as exc:
@@ -584,6 +588,9 @@ class AgentGuard:
                 pass  # GitHub cannot be asked now: recorded done without a URL, as before
         if claim is None and (ref is None or entry.folded.state == DONE):
             return  # nothing of ours to close and nothing new to record
+        claimed_text = (claim.get("agent") or {}).get("text") if claim else None
+        if t.effect.kind == COMMENT and isinstance(claimed_text, str):  # what the call was let through with
+            t = t._replace(effect=t.effect._replace(body=claimed_text))
         event = self.runner.event(
             step,
             DONE,
