@@ -13,7 +13,7 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   not looked up yet, so no size is favoured by this process's caches: at most as many draws per
   process as the ledger has entries). gitledger's journal is folded between two measuring processes
   (not timed), so none of them folds: a process that folded finds the fan-out levels cached.
-  Engines: this gitledger with ``durability: fsync`` and ``none``, bare SQLite WAL
+  Engines: this gitledger with ``durability: fsync``, ``full`` and ``none``, bare SQLite WAL
   (``synchronous=FULL`` and ``NORMAL``, ``benchmarks/ledgers.py``), and the previous engine
   (``--baseline``, exported with ``git archive``; by default the last commit before the journal).
   Ledgers of 100 and ``--large`` entries each. Each cell keeps each round's median too (``rounds``):
@@ -23,7 +23,7 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   a log that commits overwrite from its start). A new log grows instead, and then each sync also
   commits the file's new size: that made a durable SQLite step 1.6x slower (500-650 vs 890-1 100 us).
 - **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
-  gitledger (fsync and none), SQLite and the previous engine (``--baseline``), interleaved: round by
+  gitledger (fsync, full and none), SQLite and the previous engine (``--baseline``), interleaved: round by
   round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
   of ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost). SQLite's log is
   reused in place here too (a connection of this process keeps it through the run).
@@ -254,7 +254,14 @@ def writers(
     writer count, every engine in a rotating order (the previous engine too, with ``--baseline``, and
     the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``)."""
     # gitledger-fsync-apart: each writer on a ledger of its own, nothing shared: what the machine allows
-    engines = ["gitledger-fsync", "gitledger-none", "sqlite-normal", "sqlite-full", "gitledger-fsync-apart"]
+    engines = [
+        "gitledger-fsync",
+        "gitledger-full",
+        "gitledger-none",
+        "sqlite-normal",
+        "sqlite-full",
+        "gitledger-fsync-apart",
+    ]
     if baseline is not None:  # an engine before the durability setting is measured once, as it is
         engines += ["previous-fsync", "previous-none"] if has_durability(baseline) else ["previous"]
     if with_peers:
@@ -544,7 +551,8 @@ def print_report(report: dict[str, Any], large: int) -> None:
         )
     print("targets (as in REPORT.md):")
     for row in store_targets(report):
-        print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['measured']}")
+        met = "n/a   " if row["met"] is None else "met   " if row["met"] else "MISSED"
+        print(f"  {met} {row['target']}: {row['measured']}")
 
 
 def print_in_process(report: dict[str, Any], inp: dict[str, Any], large: int) -> None:

@@ -4,7 +4,7 @@ Example::
 
     remote: origin            # the remote 'sync' and remote claims use
     claims: local             # or 'remote': push each claim to the remote before acting
-    durability: fsync         # or 'none': do not wait for the disk (a killed process loses nothing)
+    durability: fsync         # claims reach the disk before the action; 'full': every event; 'none'
     lease: 900                # seconds a claim holds against owners on other hosts
     settle: 15                # seconds a lost write may still land (default per effect kind)
     on_unconfirmed: fail      # fail | retry | skip
@@ -362,7 +362,7 @@ def parse(text: str, path: Path) -> Config:
     if "claims" in top:
         settings["claims"] = r.string(top["claims"], "claims", ("local", "remote"))
     if "durability" in top:
-        settings["durability"] = r.string(top["durability"], "durability", ("fsync", "none"))
+        settings["durability"] = r.string(top["durability"], "durability", ("fsync", "full", "none"))
     if "lease" in top:
         settings["lease"] = r.seconds(top["lease"], "lease")
     if "settle" in top:

@@ -65,6 +65,9 @@ from gitledger.git.journal_io import (
     open_noatime,
     read_to_zero,
     sync_dir,
+    sync_later,
+    sync_left,
+    sync_now,
     write_all,
     write_at,
     zeros_from,
@@ -604,13 +607,18 @@ class Journal:
 
     def _close_wfd(self) -> None:
         if self._wfd is not None and self._wpid == current_pid():
-            with contextlib.suppress(OSError):
-                os.close(self._wfd)
+            try:
+                sync_left(self._wfd)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.close(self._wfd)
         self._wfd = self._wino = None
 
-    def sync(self, fd: int) -> None:
+    def sync(self, fd: int, now: bool = True) -> None:
+        """Make this process's records durable (when the journal is): before this returns, or with
+        ``now`` false at the latest at the next sync of the file, a close or this process's exit."""
         if self.durable:
-            os.fdatasync(fd)
+            (sync_now if now else sync_later)(fd)
 
     def rotate(self, end: int | None = None) -> str | None:
         """Replace the journal by a file holding only what follows offset ``end`` (what was appended

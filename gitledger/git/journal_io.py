@@ -1,7 +1,9 @@
 """The journal's file operations (:mod:`gitledger.git.journal`): reading up to the zeros that follow
-the records, writing in place, syncing the folder."""
+the records, writing in place, syncing the file (at once or later) and the folder."""
 
+import atexit
 import os
+import sys
 
 FIRST_READ = 1024  # what a refresh reads first (a reader that is up to date finds a zero in it)
 
@@ -76,3 +78,34 @@ def zeros_from(fd: int, pos: int, size: int) -> bool:
             return False
         pos += len(chunk)
     return True
+
+
+_LATER: dict[int, int] = {}  # descriptor -> the pid that wrote through it and left the sync for later
+
+
+def sync_now(fd: int) -> None:
+    """``fdatasync`` the file: what anyone wrote to it before is on the disk when this returns."""
+    os.fdatasync(fd)
+    _LATER.pop(fd, None)
+
+
+def sync_later(fd: int) -> None:
+    """Leave the sync of what was just written to ``fd`` for later: the next sync of the file (anyone's
+    ``fdatasync`` covers every byte written to it before), :func:`sync_left` before ``fd`` is closed, or
+    the exit of this process; the kernel writes it back within its writeback interval meanwhile."""
+    _LATER[fd] = os.getpid()
+
+
+def sync_left(fd: int) -> None:
+    """Sync what :func:`sync_later` left on ``fd``, if anything (call it before closing ``fd``)."""
+    if _LATER.pop(fd, None) == os.getpid():
+        os.fdatasync(fd)
+
+
+@atexit.register
+def _sync_at_exit() -> None:
+    for fd in list(_LATER):
+        try:
+            sync_left(fd)
+        except OSError as exc:  # an exit has nobody left to raise to: say it
+            print(f"gitledger: syncing the ledger journal failed at exit ({exc.strerror})", file=sys.stderr)

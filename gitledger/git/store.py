@@ -11,7 +11,7 @@ Layout (see docs/design.md, *Storage*):
   fanned out the same way). It keeps the annotated objects reachable, so ``git gc`` and
   ``git notes prune`` never drop a record, and maps a key back to its intent object.
 - ``<common git dir>/gitledger.journal``: events not yet folded into the notes, one checksummed line
-  each (:mod:`gitledger.git.journal`), fsync'd before an append returns (``durability: fsync``).
+  each (:mod:`gitledger.git.journal`); a claim is fsync'd before its append returns (``durability``).
 
 A decision is taken on the merged view: the key's note plus its journal lines (a journal line already
 in the note is not counted twice, so a fold interrupted after its ref update is harmless), under the
@@ -37,13 +37,14 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gitledger.core import crashpoints as faults
 from gitledger.core.errors import ConflictError, CorruptLedgerError, DamagedObjectError, GitError
-from gitledger.core.events import BadLine, Entry, Event, parse_events
+from gitledger.core.events import ATTEMPTING, BadLine, Entry, Event, parse_events
 from gitledger.core.keys import key_digest
 from gitledger.core.store import ANY_VERSION, Intent
 from gitledger.git.journal import Journal, StaleTailError
@@ -117,10 +118,11 @@ class Tip:
 class GitStore:
     """A :class:`~gitledger.core.store.Store`: a journal + ``refs/notes/gitledger`` + the intents ref.
 
-    ``durability``: ``"fsync"`` (default) makes every append durable before it returns; ``"none"``
-    leaves it to the operating system (a killed process loses nothing, a power cut may), unless git's
-    own ``core.fsync`` asks for references to be synced. Every process writing one ledger should use
-    the same setting: a fold by a ``"none"`` process does not sync what it moves (docs/design.md).
+    ``durability``: ``"fsync"`` (default) makes a claim durable before its append returns and any other
+    event by the next sync of the journal, a fold or the process's exit; ``"full"`` every event before
+    its append returns; ``"none"`` leaves it to the operating system (a killed process loses nothing,
+    a power cut may), unless git's own ``core.fsync`` asks for references to be synced (then as
+    ``"fsync"``). Every process writing one ledger should use the same setting (docs/design.md).
     """
 
     def __init__(
@@ -144,8 +146,8 @@ class GitStore:
         self.trees = Trees(self.read_as, self.write_object, self._oid_len)
         self._files_refs = uses_files_backend(repo.common_dir)
         self._git_fsync: str | None = None
-        self.journal = Journal(str(repo.common_dir / "gitledger.journal"), durable=durability == "fsync")
-        self._durable_set = durability == "fsync"
+        self.journal = Journal(str(repo.common_dir / "gitledger.journal"), durable=durability != "none")
+        self._durable_set = durability != "none"
         self._pending: dict[str, tuple[str, bytes]] = {}  # objects written but not yet packed
         self._versions: dict[str, bytes] = {}  # merged note bodies by version, for version_bytes
         self.notices: list[str] = []
@@ -427,8 +429,6 @@ class GitStore:
     def _notice(self, text: str | None) -> None:
         if text:
             self.notices.append(text)
-            import sys
-
             print(text, file=sys.stderr)
 
     def append(self, intent: Intent, event: Event, expected: str | None) -> str | None:
@@ -480,9 +480,9 @@ class GitStore:
                 f"the ledger journal {journal.path} still ends in a torn write after {MAX_TRIES} repairs: "
                 "something keeps writing to it; stop it, then run 'gitledger flush'"
             )
-        # outside the lock: concurrent writers' syncs overlap (group commit); the event is durable
-        # before this returns, i.e. before anyone acts on it
-        journal.sync(fd)
+        # outside the lock: concurrent writers' syncs overlap. A claim is durable before this returns,
+        # i.e. before anyone acts on it; an outcome, written after the effect, may wait (docs/design.md)
+        journal.sync(fd, now=self.durability == "full" or event.get("state") == ATTEMPTING)
         if fold_due:
             try:
                 self._fold_due()
@@ -665,16 +665,16 @@ class GitStore:
         return True
 
     def _sync_objects(self) -> bool:
-        """Whether to fsync the pack: always with ``durability: fsync``; otherwise only when git's own
-        ``core.fsync`` names packs or objects (the default of git is not taken as a demand here)."""
-        if self.durability == "fsync":
+        """Whether to fsync the pack: always with ``durability: fsync``/``full``; otherwise only when git's
+        own ``core.fsync`` names packs or objects (the default of git is not taken as a demand here)."""
+        if self.durability != "none":
             return True
         value = self._git_fsync or ""
         return bool({p.strip() for p in value.split(",")} & {"all", "committed", "objects", "pack", "added"})
 
     def _update_refs(self, updates: list[tuple[str, str, str | None]], fault: str) -> bool:
         fsync = None
-        if self.durability == "fsync":
+        if self.durability != "none":
             fsync = f"{self._git_fsync + ',' if self._git_fsync else ''}committed"
         return update_refs_fresh(self.repo, updates, self._ref, fsync, fault, self._notice)
 
