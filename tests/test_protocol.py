@@ -242,3 +242,20 @@ def test_iso_is_datetimes_format_exactly(ts: float) -> None:
 
     expected = datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     assert iso(ts) == expected
+
+
+def test_iso_formats_each_second_anew() -> None:
+    """iso() keeps the text of the last second it formatted: a time in another second is never
+    given it, going forwards or back."""
+    from gitledger.core.protocol import iso
+
+    times = [1e9, 1e9 + 0.25, 1e9 + 0.9999996, 1e9 + 1.5, 1e9 - 0.5, 1e9 + 0.5, 1.7e9]
+    assert [iso(t) for t in times] == [
+        "2001-09-09T01:46:40.000Z",
+        "2001-09-09T01:46:40.250Z",
+        "2001-09-09T01:46:41.000Z",
+        "2001-09-09T01:46:41.500Z",
+        "2001-09-09T01:46:39.500Z",
+        "2001-09-09T01:46:40.500Z",
+        "2023-11-14T22:13:20.000Z",
+    ]

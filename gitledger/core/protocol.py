@@ -78,7 +78,16 @@ def iso(ts: float) -> str:
         whole, micro = whole + 1, micro - 1_000_000
     elif micro < 0:
         whole, micro = whole - 1, micro + 1_000_000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(whole))) + f".{micro // 1000:03d}Z"
+    global _iso_second
+    second, text = _iso_second  # one read: the heartbeat thread formats too
+    if second != int(whole):  # a step formats three times, mostly within one second
+        second = int(whole)
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _iso_second = (second, text)
+    return f"{text}.{micro // 1000:03d}Z"
+
+
+_iso_second: tuple[int | None, str] = (None, "")  # the last whole second iso() formatted, and its text
 
 
 @dataclass

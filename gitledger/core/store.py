@@ -31,7 +31,16 @@ class Intent:
 
     @classmethod
     def of(cls, step_key: StepKey) -> Intent:
-        return cls(step_key.key, step_key.task, step_key.step, step_key.digest)
+        global _last_intent
+        last = _last_intent  # one read: the heartbeat thread asks too
+        if last[0] is step_key:  # a step asks for its intent to load, claim and record
+            return last[1]
+        intent = cls(step_key.key, step_key.task, step_key.step, step_key.digest)
+        _last_intent = (step_key, intent)
+        return intent
+
+
+_last_intent: tuple[StepKey | None, Intent] = (None, Intent("", "", "", ""))
 
 
 class Store(Protocol):
