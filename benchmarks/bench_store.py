@@ -18,7 +18,7 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   (``--baseline``, exported with ``git archive``; by default the last commit before the journal).
   Ledgers of 100 and ``--large`` entries each. Each cell keeps each round's median too (``rounds``):
   the report gives the range of the ratios round by round beside the ratio of the medians (a
-  durable step is mostly two syncs, whose latency drifts during a run).
+  durable step is mostly syncs, whose latency drifts during a run).
   SQLite's write-ahead log is measured as a long-running writer keeps it (``SqliteStore.reuse_wal``:
   a log that commits overwrite from its start). A new log grows instead, and then each sync also
   commits the file's new size: that made a durable SQLite step 1.6x slower (500-650 vs 890-1 100 us).

@@ -112,7 +112,7 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     assert any(row["module"].startswith("gitledger") for row in profile["importtime"]["gitledger_cum"])
 
     store = data["store"]
-    for engine in ("gitledger-fsync", "gitledger-none", "sqlite-full", "sqlite-normal"):
+    for engine in ("gitledger-fsync", "gitledger-full", "gitledger-none", "sqlite-full", "sqlite-normal"):
         for size in store["sizes"]:
             cell = store["in_process"][f"{engine}@{size}"]
             assert _finite(cell["fresh"]) and _finite(cell["done"])
@@ -174,8 +174,18 @@ def test_store_targets_give_the_ratio_round_by_round() -> None:
     # medians 0.50 vs 0.44; rounds 0.40/0.40, 0.50/0.55, 0.66/0.44
     assert durable["measured"] == "1.14x (0.500 vs 0.440 ms; round by round 0.91 to 1.50x)"
     assert not durable["met"]
+    assert not any("durability: full" in target for target in rows)  # no full engine measured: no comparison row
     size = rows["fresh: 1,000 vs 100 entries ≤ 1.3x (issue 14)"]
     assert size["measured"].endswith("round by round 1.00 to 1.10x)") and size["met"]
+
+    inp["gitledger-full@100"], inp["gitledger-full@1000"] = cell([0.6] * 3), cell([0.66, 0.60, 0.55])
+    rows = {row["target"]: row for row in store_targets({"sizes": [100, 1000], "in_process": inp})}
+    like = [row for target, row in rows.items() if "durability: full" in target]
+    # like for like, beside the targets and never one: medians 0.60 vs 0.44, rounds 1.65, 1.09, 1.25
+    assert [(row["measured"], row["met"]) for row in like] == [
+        ("1.36x (0.600 vs 0.440 ms; round by round 1.09 to 1.65x)", None)
+    ]
+    assert len([target for target in rows if target.endswith("(issue 14)")]) == 5
 
     for name in inp:  # one round: no range to give
         inp[name] = {**inp[name], "rounds": {"fresh": [1.0], "done": [1.0]}}

@@ -21,9 +21,10 @@ import pytest
 
 from gitledger.config import load as load_config
 from gitledger.core.errors import UsageError
+from gitledger.git.journal_io import sync_later, sync_left
 from testing.repos import gitledger_argv, run_gitledger
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+needs_strace = pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
 
 STEPS = """
 import os, sys
@@ -73,6 +74,7 @@ def traced(argv: list[str], cwd: Path, trace: Path) -> list[str]:
     return out
 
 
+@needs_strace
 @pytest.mark.parametrize(
     ("durability", "expected"),
     [
@@ -89,6 +91,7 @@ def test_what_reaches_the_disk_before_what(
     assert "".join(traced(argv, repo, tmp_path / "trace")) == expected
 
 
+@needs_strace
 def test_a_run_step_process_syncs_its_outcome_before_it_exits(repo: Path, tmp_path: Path) -> None:
     argv = gitledger_argv("run-step", "--task", "T-1", "--step", "s", "--", "true")
     assert "".join(traced(argv, repo, tmp_path / "trace")) == "CSADS"
@@ -136,3 +139,17 @@ def test_a_durability_that_is_not_one_of_them_is_one_line(repo: Path) -> None:
     (repo / ".gitledger.yml").write_text("durability: always\n")
     with pytest.raises(UsageError, match="durability is 'always'; use one of: fsync, full, none"):
         load_config(repo)
+
+
+def test_a_sync_left_for_later_that_fails_is_said_not_raised(capfd: pytest.CaptureFixture[str]) -> None:
+    """At a close or an exit there is nobody to raise to: the events were written and acted on."""
+    read, write = os.pipe()  # fdatasync of a pipe fails (EINVAL)
+    try:
+        sync_later(write)
+        sync_left(write)
+        assert "gitledger: syncing the ledger journal failed (" in capfd.readouterr().err
+        sync_left(write)  # nothing left for later: nothing done, nothing said
+        assert capfd.readouterr().err == ""
+    finally:
+        os.close(read)
+        os.close(write)

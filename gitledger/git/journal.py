@@ -607,11 +607,9 @@ class Journal:
 
     def _close_wfd(self) -> None:
         if self._wfd is not None and self._wpid == current_pid():
-            try:
-                sync_left(self._wfd)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.close(self._wfd)
+            sync_left(self._wfd)
+            with contextlib.suppress(OSError):
+                os.close(self._wfd)
         self._wfd = self._wino = None
 
     def sync(self, fd: int, now: bool = True) -> None:

@@ -97,15 +97,18 @@ def sync_later(fd: int) -> None:
 
 
 def sync_left(fd: int) -> None:
-    """Sync what :func:`sync_later` left on ``fd``, if anything (call it before closing ``fd``)."""
+    """Sync what :func:`sync_later` left on ``fd``, if anything (call it before closing ``fd``). A
+    failure is said on stderr, not raised: the events were written and acted on, and a close or an
+    exit has nobody to hand an error to."""
     if _LATER.pop(fd, None) == os.getpid():
-        os.fdatasync(fd)
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            said = f"gitledger: syncing the ledger journal failed ({exc.strerror}): check the disk"
+            print(f"{said}; the last outcomes recorded may not survive a power cut", file=sys.stderr)
 
 
 @atexit.register
 def _sync_at_exit() -> None:
     for fd in list(_LATER):
-        try:
-            sync_left(fd)
-        except OSError as exc:  # an exit has nobody left to raise to: say it
-            print(f"gitledger: syncing the ledger journal failed at exit ({exc.strerror})", file=sys.stderr)
+        sync_left(fd)
