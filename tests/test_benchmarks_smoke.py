@@ -174,7 +174,7 @@ def test_store_targets_give_the_ratio_round_by_round() -> None:
     # medians 0.50 vs 0.44; rounds 0.40/0.40, 0.50/0.55, 0.66/0.44
     assert durable["measured"] == "1.14x (0.500 vs 0.440 ms; round by round 0.91 to 1.50x)"
     assert not durable["met"]
-    assert not any("durability: full" in target for target in rows)  # no full engine measured: no comparison row
+    assert not any("durability: full" in target for target in rows)  # no full engine: no comparison row
     size = rows["fresh: 1,000 vs 100 entries ≤ 1.3x (issue 14)"]
     assert size["measured"].endswith("round by round 1.00 to 1.10x)") and size["met"]
 
