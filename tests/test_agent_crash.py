@@ -71,6 +71,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         proc.wait(timeout=30)
 
 
+def _client(server: dict[str, Any]) -> Any:
+    """The agent's own GitHub client (what ``gh`` would be), without PyGithub's pause between requests
+    (0.25 s by default): it would make the trials wait, and ``gh`` does not pause."""
+    return Github(
+        auth=Auth.Token(TOKEN), base_url=server["url"], seconds_between_requests=None, seconds_between_writes=None
+    )
+
+
 def _command(kind: str, i: int, variant: int, target: int | None) -> str:
     x = f"module_{i}.py" if kind == "issue" else f"build_{i}" if kind == "comment" else f"users_{i}"
     if kind == "pr":
@@ -142,7 +150,7 @@ def test_reworded_retries_after_sigkill_never_duplicate(
     }
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
-    gh = Github(auth=Auth.Token(TOKEN), base_url=server["url"], seconds_between_writes=None)
+    gh = _client(server)
     gh_repo = gh.get_repo(REPO)
     targets = {
         i: gh_repo.create_issue(title=f"Tracking target_{i}").number for i, k in plan if k == "comment"
@@ -161,8 +169,7 @@ def test_reworded_retries_after_sigkill_never_duplicate(
                 try:
                     # a client of its own: a request cut off by the SIGKILL on the parent's pooled
                     # keep-alive connection would run into the parent's next request on that socket
-                    own = Github(auth=Auth.Token(TOKEN), base_url=server["url"], seconds_between_writes=None)
-                    own_repo = own.get_repo(REPO)
+                    own_repo = _client(server).get_repo(REPO)
                     _attempt(workdir, own_repo, task, f"a{i}", _command(kind, i, 0, targets.get(i)), write_fd)
                 except BaseException:
                     code = 1
@@ -172,8 +179,8 @@ def test_reworded_retries_after_sigkill_never_duplicate(
                 ready, _, _ = select.select([read_fd], [], [], 30)
                 if ready and os.read(read_fd, 1) == b"E":
                     time.sleep(rng.uniform(0, 0.004))
-            elif mode == "anywhere":
-                time.sleep(rng.uniform(0, 0.12))
+            elif mode == "anywhere":  # an attempt takes 40-60 ms here: anywhere in it, or after it
+                time.sleep(rng.uniform(0, 0.06))
             if mode != "none":
                 os.kill(pid, signal.SIGKILL)
             _, status = os.waitpid(pid, 0)
