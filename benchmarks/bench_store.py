@@ -2,6 +2,7 @@
 
     python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
                                      [--writers 1,2,4,8] [--per-writer 300] [--writer-rounds 1]
+                                     [--sustained-steps 2048] [--sustained-rounds 3]
                                      [--growth 2000] [--growth-base 10000] [--only PARTS] [--quick]
                                      [--json OUT]
 
@@ -22,6 +23,11 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   SQLite's write-ahead log is measured as a long-running writer keeps it (``SqliteStore.reuse_wal``:
   a log that commits overwrite from its start). A new log grows instead, and then each sync also
   commits the file's new size: that made a durable SQLite step 1.6x slower (500-650 vs 890-1 100 us).
+- **sustained**: ``--sustained-steps`` fresh steps one after another in one process at ``--large``
+  entries, per engine (gitledger ``fsync``, ``full``, ``none``; SQLite FULL, NORMAL), interleaved over
+  ``--sustained-rounds``: the loop's mean per step includes the work an engine leaves for later
+  (gitledger's folds: by default the loop writes exactly two folds' worth of events; SQLite's
+  checkpoints), which the medians of *in process* leave out.
 - **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
   gitledger (fsync, full and none), SQLite and the previous engine (``--baseline``), interleaved: round by
   round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
@@ -62,7 +68,7 @@ from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa
 from benchmarks.ledgers import SqliteStore  # noqa: E402
 from benchmarks.report import STORE_ENGINES, store_targets  # noqa: E402
 from gitledger.git.repo import GitRepo  # noqa: E402
-from gitledger.git.store import GitStore  # noqa: E402
+from gitledger.git.store import FOLD_EVENTS, GitStore  # noqa: E402
 
 BASELINE = "c7649aa"  # main before the journal (issue 14)
 GROWTH_BASE = 10_000  # the ledger size of the issue's own measurements
@@ -155,6 +161,89 @@ t1 = time.time()
 store.close()
 print(json.dumps([t0, t1]))
 """
+
+
+SUSTAINED = """
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[5])
+from gitledger.core.checks import LedgerCheck
+from gitledger.core.keys import StepKey
+from gitledger.core.protocol import ActionResult, StepRunner
+engine, path, n, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+if engine.startswith("sqlite"):
+    from benchmarks.ledgers import SqliteStore
+    store = SqliteStore(path, engine.split("-")[1].upper())
+    store.reuse_wal()
+else:
+    from gitledger.git.repo import GitRepo
+    from gitledger.git.store import GitStore
+    store = GitStore(GitRepo.discover(path), engine.split("-")[1])
+runner = StepRunner(store)
+checks = [LedgerCheck()]
+noop = lambda: ActionResult(ok=True)
+runner.run(StepKey.derive("warm-" + tag, "s"), checks, noop)
+if hasattr(store, "flush"):
+    store.flush()  # an empty journal: the loop's own events fold in the loop
+steps = [StepKey.derive(f"sustained-{tag}-{i}", "fresh") for i in range(n)]
+each = []
+start = time.perf_counter()
+for step in steps:
+    t = time.perf_counter(); r = runner.run(step, checks, noop); each.append(time.perf_counter() - t)
+    assert r.status == "created", r
+total = time.perf_counter() - start
+left = store.journal.count() if hasattr(store, "journal") else 0
+store.close()
+print(json.dumps({"mean": total / n, "median": statistics.median(each), "max": max(each), "left": left}))
+"""
+
+SUSTAINED_ENGINES = ("gitledger-fsync", "gitledger-full", "gitledger-none", "sqlite-full", "sqlite-normal")
+
+
+def sustained(work: Path, size: int, rounds: int, steps: int) -> dict[str, Any]:
+    """Fresh steps one after another in one process, with the work each engine leaves for later paid
+    in the loop: ``steps`` steps write ``2 * steps`` events, so with ``steps`` = FOLD_EVENTS the
+    gitledger journal folds twice in the loop (the second fold at its last step) and the mean per step
+    carries the folds' share, which the medians of ``in_process`` leave out (one step in 1 024 folds);
+    SQLite checkpoints its log as it fills. Per engine: the mean and the median per step (ms) of each
+    round, the slowest step, and the events left unfolded at the end (0: every fold was paid)."""
+    base = work / f"sustained-{size}"
+    git_base, db_base = base / "git", base / "sqlite.db"
+    if not git_base.exists():
+        base.mkdir(parents=True, exist_ok=True)
+        every = make_steps(size)
+        build_git(init_repo(git_base), every)
+        store = SqliteStore(db_base)
+        store.bulk_load(build_items(every))
+        store.close()
+    paths: dict[str, Path] = {}
+    for engine in SUSTAINED_ENGINES:
+        paths[engine] = base / (f"{engine}.db" if engine.startswith("sqlite") else engine)
+        if engine.startswith("sqlite"):
+            shutil.copy2(db_base, paths[engine])
+        else:
+            shutil.copytree(git_base, paths[engine], symlinks=True)
+    out: dict[str, Any] = {
+        name: {"mean": [], "median": [], "max": 0.0, "left": 0} for name in SUSTAINED_ENGINES
+    }
+    env = bench_env({"PYTHONPATH": str(ROOT)})
+    for rnd in range(rounds):
+        shift = rnd % len(SUSTAINED_ENGINES)
+        for engine in SUSTAINED_ENGINES[shift:] + SUSTAINED_ENGINES[:shift]:
+            argv = [PY, "-c", SUSTAINED, engine, str(paths[engine]), str(steps), f"r{rnd}", str(ROOT)]
+            got = json.loads(subprocess.run(argv, env=env, capture_output=True, text=True, check=True).stdout)
+            cell = out[engine]
+            cell["mean"].append(got["mean"] * 1000)
+            cell["median"].append(got["median"] * 1000)
+            cell["max"] = max(cell["max"], got["max"] * 1000)
+            cell["left"] = max(cell["left"], got["left"])
+    return {
+        name: {
+            **cell,
+            "mean_ms": statistics.median(cell["mean"]),
+            "median_ms": statistics.median(cell["median"]),
+        }
+        for name, cell in out.items()
+    }
 
 
 def median_ms(samples: list[float]) -> float:
@@ -438,8 +527,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-writer", type=int, default=300)
     parser.add_argument("--writer-rounds", type=int, default=1, help="interleaved rounds of the writers")
     parser.add_argument(
-        "--only", default="", help="comma-separated parts to run: in_process, writers, growth (default all)"
+        "--only",
+        default="",
+        help="comma-separated parts to run: in_process, sustained, writers, growth (default all)",
     )
+    parser.add_argument(
+        "--sustained-steps",
+        type=int,
+        default=FOLD_EVENTS,
+        help=f"fresh steps a sustained run makes in one process (default {FOLD_EVENTS}: two folds)",
+    )
+    parser.add_argument("--sustained-rounds", type=int, default=3, help="interleaved rounds of them")
     parser.add_argument("--growth", type=int, default=2000)
     parser.add_argument(
         "--growth-base",
@@ -455,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.large, args.rounds, args.reps, args.per_writer, args.growth = 10_000, 3, 80, 150, 500
+        args.sustained_steps, args.sustained_rounds = 200, 1
     use_isolated_git()
     work = Path(tempfile.mkdtemp(prefix="gitledger-bench-store-"))
     try:
@@ -471,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
             growth_base=args.growth_base,
             parts=args.only.split(",") if args.only else PARTS,
             with_peers=not args.no_peers,
+            sustained_steps=args.sustained_steps,
+            sustained_rounds=args.sustained_rounds,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -480,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-PARTS = ("in_process", "writers", "growth")
+PARTS = ("in_process", "sustained", "writers", "growth")
 
 
 def run(
@@ -496,6 +597,8 @@ def run(
     growth_base: int = GROWTH_BASE,
     parts: list[str] | tuple[str, ...] = PARTS,
     with_peers: bool = True,
+    sustained_steps: int = FOLD_EVENTS,
+    sustained_rounds: int = 3,
 ) -> dict[str, Any]:
     """Every part in ``work``: the figures ``print_report`` prints and ``benchmarks/report.py`` renders.
     ``baseline``: a revision of the previous engine ('' for none); ``with_peers``: the installed peers
@@ -506,6 +609,9 @@ def run(
     report: dict[str, Any] = {"baseline": baseline, "sizes": sizes, "rounds": rounds, "reps": reps}
     if "in_process" in parts:
         report["in_process"] = in_process(work, sizes, rounds, reps, tree, with_peers)
+    if "sustained" in parts:
+        report["sustained"] = sustained(work, large, sustained_rounds, sustained_steps)
+        report["sustained_steps"], report["sustained_rounds"] = sustained_steps, sustained_rounds
     if "writers" in parts:
         report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree, with_peers)
         report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
@@ -529,6 +635,15 @@ def print_report(report: dict[str, Any], large: int) -> None:
     inp, wr = report.get("in_process", {}), report.get("writers", {})
     if inp:
         print_in_process(report, inp, large)
+    su = report.get("sustained", {})
+    if su:
+        print(
+            f"sustained, {report['sustained_steps']} fresh steps in one process at {large} entries "
+            f"(median of {report['sustained_rounds']} rounds, ms a step): mean (folds included), median, "
+            "slowest"
+        )
+        for name, cell in su.items():
+            print(f"  {name:<18} {cell['mean_ms']:>7.3f} {cell['median_ms']:>7.3f} {cell['max']:>9.1f}")
     if wr:
         print("writers: steps/s, median of the rounds (lost)")
         for name, row in wr.items():
