@@ -54,6 +54,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "writer_rounds": 3,
             "growth_steps": 3_072,  # three folds of 2 048 events: one would flatter the as-written bytes
             "growth_base": 10_000,
+            "sustained_steps": 2_048,  # 4 096 events: two folds, the second at the last step
+            "sustained_rounds": 3,
         },
     },
     "quick": {
@@ -71,6 +73,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "per_writer": 100,
             "growth_steps": 300,
             "growth_base": 10_000,
+            "sustained_steps": 300,
+            "sustained_rounds": 1,
         },
     },
     # the smallest configuration of everything: what tests/test_benchmarks_smoke.py runs
@@ -90,6 +94,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "per_writer": 3,
             "growth_steps": 5,
             "growth_base": 50,
+            "sustained_steps": 5,
+            "sustained_rounds": 1,
         },
     },
 }

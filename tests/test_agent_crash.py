@@ -74,9 +74,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 def _client(server: dict[str, Any]) -> Any:
     """The agent's own GitHub client (what ``gh`` would be), without PyGithub's pause between requests
     (0.25 s by default): it would make the trials wait, and ``gh`` does not pause."""
-    return Github(
-        auth=Auth.Token(TOKEN), base_url=server["url"], seconds_between_requests=None, seconds_between_writes=None
-    )
+    pauses = {"seconds_between_requests": None, "seconds_between_writes": None}
+    return Github(auth=Auth.Token(TOKEN), base_url=server["url"], **pauses)
 
 
 def _command(kind: str, i: int, variant: int, target: int | None) -> str:

@@ -120,6 +120,9 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
         for n in (1, 2):
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
+    for engine, cell in store["sustained"].items():  # fresh steps in one process, folds included
+        assert _finite(cell["mean_ms"]) and _finite(cell["median_ms"]) and len(cell["mean"]) == 1, engine
+    assert "| engine | mean (folds included) |" in report
     for n in (1, 2):  # the machine's ceiling: each writer on a ledger of its own, all counted
         assert store["writers"][f"gitledger-fsync-apart@{n}"]["lost"] == 0
     assert "| gitledger-fsync-apart |" in report
@@ -171,6 +174,7 @@ def test_store_targets_give_the_ratio_round_by_round() -> None:
         inp[f"{engine}@100"], inp[f"{engine}@1000"] = cell(small), cell(large)
     rows = {row["target"]: row for row in store_targets({"sizes": [100, 1000], "in_process": inp})}
     durable = rows["fresh, durable ≤ 1.0x SQLite WAL FULL, 1,000 entries (issue 14)"]
+    assert not any("sustained" in target for target in rows)  # only when that part ran
     # medians 0.50 vs 0.44; rounds 0.40/0.40, 0.50/0.55, 0.66/0.44
     assert durable["measured"] == "1.14x (0.500 vs 0.440 ms; round by round 0.91 to 1.50x)"
     assert not durable["met"]
@@ -237,3 +241,33 @@ def test_ab_compares_two_revisions_and_leaves_nothing_behind(capsys: pytest.Capt
     for metric in ("floor", "skip", "fresh", "in_skip", "in_fresh", "cpu_fresh"):
         row = next(line for line in printed.splitlines() if line.split()[:1] == [metric])
         assert all(_finite(float(cell)) for cell in row.split()[1:])
+
+
+def test_sustained_rows_compare_and_are_never_targets() -> None:
+    """The sustained means (folds and checkpoints paid in the loop) are shown beside the targets, paired
+    round by round, and never decide one: the issue's figures are medians."""
+    from benchmarks.report import store_targets
+
+    def cell(means: list[float]) -> dict[str, object]:
+        return {
+            "mean": means,
+            "median": means,
+            "max": 9.0,
+            "left": 0,
+            "mean_ms": sorted(means)[1],
+            "median_ms": 0.1,
+        }
+
+    sustained = {
+        "gitledger-fsync": cell([0.50, 0.60, 0.55]),
+        "gitledger-full": cell([0.70, 0.70, 0.70]),
+        "gitledger-none": cell([0.30, 0.30, 0.30]),
+        "sqlite-full": cell([0.50, 0.50, 0.40]),
+        "sqlite-normal": cell([0.10, 0.10, 0.10]),
+    }
+    rows = store_targets({"sizes": [100, 1000], "sustained": sustained, "sustained_steps": 2048})
+    assert [row["met"] for row in rows] == [None, None, None]
+    fsync = next(row for row in rows if "`fsync`, sustained" in row["target"])
+    assert "the mean of 2048 steps" in fsync["target"] and "1,000 entries" in fsync["target"]
+    # means 0.55 vs 0.50; rounds 0.50/0.50, 0.60/0.50, 0.55/0.40
+    assert fsync["measured"] == "1.10x (0.550 vs 0.500 ms; round by round 1.00 to 1.38x)"
