@@ -52,7 +52,7 @@ def counts(github: FakeGitHub) -> dict[str, int]:
 
 
 def test_late_comments_are_found_not_posted_again(github: FakeGitHub, work: Path) -> None:
-    keys = 8
+    keys = 4  # each waits out its own late comment (1.5 s): four show it is never posted twice
     github.inject("POST", COMMENTS, late_effect(1.5), times=keys)
     for n in range(keys):
         proc = run_gitledger(*step_argv(f"T-{n}"), cwd=work, env=fast_env(github))
