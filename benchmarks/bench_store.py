@@ -73,18 +73,8 @@ from gitledger.git.store import FOLD_EVENTS, GitStore  # noqa: E402
 BASELINE = "c7649aa"  # main before the journal (issue 14)
 GROWTH_BASE = 10_000  # the ledger size of the issue's own measurements
 
-CHILD = """
-import json, random, sys, time
-sys.path.insert(0, sys.argv[6])
-engine, path, size, reps, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-try:
-    from gitledger.core.checks import LedgerCheck
-    from gitledger.core.keys import StepKey
-    from gitledger.core.protocol import ActionResult, StepRunner
-except ImportError:  # the layout before the layers (the previous engine)
-    from gitledger.checks import LedgerCheck
-    from gitledger.keys import StepKey
-    from gitledger.protocol import ActionResult, StepRunner
+# a child's store, opened from ``engine`` and ``path`` (the previous engine's layout too)
+OPEN_STORE = """
 if engine.startswith("sqlite"):
     from benchmarks.ledgers import SqliteStore
     store = SqliteStore(path, engine.split("-")[1].upper())
@@ -98,6 +88,24 @@ else:
         from gitledger.gitstore import GitStore
     repo = GitRepo.discover(path)
     store = GitStore(repo) if engine == "previous" else GitStore(repo, engine.split("-")[1])
+"""
+
+CHILD = (
+    """
+import json, random, sys, time
+sys.path.insert(0, sys.argv[6])
+engine, path, size, reps, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+try:
+    from gitledger.core.checks import LedgerCheck
+    from gitledger.core.keys import StepKey
+    from gitledger.core.protocol import ActionResult, StepRunner
+except ImportError:  # the layout before the layers (the previous engine)
+    from gitledger.checks import LedgerCheck
+    from gitledger.keys import StepKey
+    from gitledger.protocol import ActionResult, StepRunner
+"""
+    + OPEN_STORE
+    + """
 # each done draw a key this process has not looked up yet (at most ``size`` draws): at 100 entries,
 # draws with replacement would repeat ~37 % of keys, answered from this process's caches, while at
 # 100 000 none repeat, so the size ratio would compare cached with uncached lookups
@@ -122,6 +130,7 @@ if hasattr(store, "flush"):
 store.close()
 print(json.dumps(out))
 """
+)
 
 WRITER = """
 import json, sys, time
@@ -163,21 +172,17 @@ print(json.dumps([t0, t1]))
 """
 
 
-SUSTAINED = """
+SUSTAINED = (
+    """
 import json, statistics, sys, time
 sys.path.insert(0, sys.argv[5])
 from gitledger.core.checks import LedgerCheck
 from gitledger.core.keys import StepKey
 from gitledger.core.protocol import ActionResult, StepRunner
 engine, path, n, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-if engine.startswith("sqlite"):
-    from benchmarks.ledgers import SqliteStore
-    store = SqliteStore(path, engine.split("-")[1].upper())
-    store.reuse_wal()
-else:
-    from gitledger.git.repo import GitRepo
-    from gitledger.git.store import GitStore
-    store = GitStore(GitRepo.discover(path), engine.split("-")[1])
+"""
+    + OPEN_STORE
+    + """
 runner = StepRunner(store)
 checks = [LedgerCheck()]
 noop = lambda: ActionResult(ok=True)
@@ -195,6 +200,7 @@ left = store.journal.count() if hasattr(store, "journal") else 0
 store.close()
 print(json.dumps({"mean": total / n, "median": statistics.median(each), "max": max(each), "left": left}))
 """
+)
 
 SUSTAINED_ENGINES = ("gitledger-fsync", "gitledger-full", "gitledger-none", "sqlite-full", "sqlite-normal")
 
@@ -211,10 +217,8 @@ def sustained(work: Path, size: int, rounds: int, steps: int) -> dict[str, Any]:
     if not git_base.exists():
         base.mkdir(parents=True, exist_ok=True)
         every = make_steps(size)
-        build_git(init_repo(git_base), every)
-        store = SqliteStore(db_base)
-        store.bulk_load(build_items(every))
-        store.close()
+        build_ledger(git_base, "gitledger", every)
+        build_ledger(base / "sqlite", "sqlite", every)
     paths: dict[str, Path] = {}
     for engine in SUSTAINED_ENGINES:
         paths[engine] = base / (f"{engine}.db" if engine.startswith("sqlite") else engine)
@@ -246,6 +250,20 @@ def sustained(work: Path, size: int, rounds: int, steps: int) -> dict[str, Any]:
     }
 
 
+def build_ledger(where: Path, engine: str, steps: list[Any]) -> Path:
+    """A ledger of ``steps`` (two events each, as a real step leaves) for ``engine``: an SQLite file
+    ``where.db``, or a git repository ``where`` (gitledger and the previous engine); its path."""
+    if engine.startswith("sqlite"):
+        path = where.with_name(where.name + ".db")
+        store = SqliteStore(path)
+        store.bulk_load(build_items(steps))
+        store.close()
+        return path
+    path = init_repo(where)
+    build_git(path, steps)
+    return path
+
+
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1000 if samples else float("nan")
 
@@ -258,15 +276,7 @@ def in_process(
     for size in sizes:
         steps = make_steps(size)
         for engine in engines:
-            if engine.startswith("sqlite"):
-                path = work / f"{engine}-{size}.db"
-                store = SqliteStore(path)
-                store.bulk_load(build_items(steps))
-                store.close()
-            else:
-                path = init_repo(work / f"{engine}-{size}")
-                build_git(path, steps)
-            ledgers[(engine, size)] = path
+            ledgers[(engine, size)] = build_ledger(work / f"{engine}-{size}", engine, steps)
     # the peers that are installed, in the same rotation (their ledgers are built in each child)
     extra = [(peer, peers.PEER_SIZE) for peer in (peers.available() if with_peers else [])]
     samples: dict[str, dict[str, list[float]]] = {}
