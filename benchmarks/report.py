@@ -123,13 +123,8 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
             return float(inp[f"{engine}@{size}"][path])
 
         def spread(a: tuple[str, int], b: tuple[str, int], path: str) -> str:
-            """The range of the ratio a/b round by round (both ran in every round), or ''."""
             ours = inp[f"{a[0]}@{a[1]}"].get("rounds", {}).get(path, [])
-            theirs = inp[f"{b[0]}@{b[1]}"].get("rounds", {}).get(path, [])
-            if len(ours) < 2 or len(ours) != len(theirs):
-                return ""
-            ratios = sorted(ratio(x, y) for x, y in zip(ours, theirs, strict=True))
-            return f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x"
+            return _round_range(ours, inp[f"{b[0]}@{b[1]}"].get("rounds", {}).get(path, []))
 
         for engine, peer, path, limit, name in (
             ("gitledger-fsync", "sqlite-full", "fresh", 1.0, "fresh, durable ≤ 1.0x SQLite WAL FULL"),
@@ -207,6 +202,14 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _round_range(ours: list[float], theirs: list[float]) -> str:
+    """The range of the ratio ours/theirs round by round (both ran in every round), or ''."""
+    if len(ours) < 2 or len(ours) != len(theirs):
+        return ""
+    ratios = sorted(ratio(x, y) for x, y in zip(ours, theirs, strict=True))
+    return f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x"
+
+
 def _sustained_rows(store: dict[str, Any]) -> list[dict[str, Any]]:
     """The sustained fresh steps beside the medians' targets: never a target themselves (the issue's
     figures are medians), shown so that what the medians leave out, the folds, is in the report."""
@@ -221,8 +224,7 @@ def _sustained_rows(store: dict[str, Any]) -> list[dict[str, Any]]:
         ("gitledger-none", "sqlite-normal"),
     ):
         a, b = sustained[ours], sustained[theirs]
-        ratios = sorted(ratio(x, y) for x, y in zip(a["mean"], b["mean"], strict=True))
-        spread = f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x" if len(ratios) > 1 else ""
+        spread = _round_range(a["mean"], b["mean"])
         rows.append(
             {
                 "target": f"for comparison, no target: fresh, `{ours.split('-')[1]}`, sustained (the mean of "
