@@ -26,7 +26,16 @@ os.environ.update(
         "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
     }
 )
-for _var in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_API_URL", "GITHUB_STEP_SUMMARY", "GITLEDGER_KEY"):
+# PYTHONDONTWRITEBYTECODE (some machines set it) would make every gitledger process the suite starts
+# compile the package from source again: ~45 ms each in a fresh clone, thousands of processes
+for _var in (
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "GITHUB_API_URL",
+    "GITHUB_STEP_SUMMARY",
+    "GITLEDGER_KEY",
+    "PYTHONDONTWRITEBYTECODE",
+):
     os.environ.pop(_var, None)
 
 
