@@ -1,7 +1,8 @@
 """The storage engine against bare SQLite and the previous engine, interleaved in one run (issue 14).
 
     python benchmarks/bench_store.py [--baseline REV] [--large 100000] [--rounds 6] [--reps 150]
-                                     [--writers 1,2,4,8] [--per-writer 300] [--writer-rounds 1]
+                                     [--writers 1,2,4,8] [--writer-seconds 2] [--writer-rounds 1]
+                                     [--writer-base 10000]
                                      [--sustained-steps 2048] [--sustained-rounds 3]
                                      [--growth 2000] [--growth-base 10000] [--only PARTS] [--quick]
                                      [--json OUT]
@@ -28,10 +29,13 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   ``--sustained-rounds``: the loop's mean per step includes the work an engine leaves for later
   (gitledger's folds: by default the loop writes exactly two folds' worth of events; SQLite's
   checkpoints), which the medians of *in process* leave out.
-- **writers**: 1, 2, 4, 8 processes each recording fresh steps on their own keys in one ledger, for
-  gitledger (fsync, full and none), SQLite and the previous engine (``--baseline``), interleaved: round by
-  round, every engine in a rotating order: steps/s over the wall time of the whole group (the median
-  of ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost). SQLite's log is
+- **writers**: 1, 2, 4, 8 processes recording fresh steps on their own keys in one ledger for
+  ``--writer-seconds``, for gitledger (fsync, full and none), SQLite and the previous engine
+  (``--baseline``), interleaved: round by round, every engine in a rotating order. Every run starts
+  from a copy of one ledger of ``--writer-base`` entries (10 000, the size of the issue's own
+  measurements; the peers from an empty store): each writer count does the same work on the same
+  state, folds included. steps/s = the steps done over the wall time of the whole group (the median of
+  ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost). SQLite's log is
   reused in place here too (a connection of this process keeps it through the run).
 - **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one,
   and by this engine into a ledger of ``--growth-base`` entries (10 000 by default, the size of the
@@ -143,7 +147,8 @@ except ImportError:  # the layout before the layers (the previous engine)
     from gitledger.checks import LedgerCheck
     from gitledger.keys import StepKey
     from gitledger.protocol import ActionResult, StepRunner
-engine, path, wid, n, start_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+engine, path, wid = sys.argv[1], sys.argv[2], sys.argv[3]
+seconds, start_at = float(sys.argv[4]), float(sys.argv[5])
 if engine.startswith("sqlite"):
     from benchmarks.ledgers import SqliteStore
     store = SqliteStore(path, engine.split("-")[1].upper())
@@ -160,15 +165,16 @@ else:
 runner = StepRunner(store)
 checks = [LedgerCheck()]
 noop = lambda: ActionResult(ok=True)
-steps = [StepKey.derive(f"w{wid}", f"s{i}") for i in range(n)]
 while time.time() < start_at:
     time.sleep(0.001)
 t0 = time.time()
-for step in steps:
-    assert runner.run(step, checks, noop).status == "created"
+done = 0
+while time.time() < start_at + seconds:  # a fixed time: every writer runs through the whole window
+    assert runner.run(StepKey.derive(f"w{wid}", f"s{done}"), checks, noop).status == "created"
+    done += 1
 t1 = time.time()
 store.close()
-print(json.dumps([t0, t1]))
+print(json.dumps([t0, t1, done]))
 """
 
 
@@ -344,14 +350,20 @@ def _samples(argv: list[str], env: dict[str, str], work: Path, what: str) -> dic
 def writers(
     work: Path,
     counts: list[int],
-    per_writer: int,
+    seconds: float,
+    base: int,
     rounds: int = 1,
     baseline: Path | None = None,
     with_peers: bool = True,
 ) -> dict[str, Any]:
     """steps/s of ``n`` concurrent writer processes per engine, interleaved: round by round, for each
     writer count, every engine in a rotating order (the previous engine too, with ``--baseline``, and
-    the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``)."""
+    the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``).
+
+    Every run starts from a copy of one ledger of ``base`` entries (the peers from an empty store) and
+    its writers step for ``seconds``: each writer count does the same work on the same state, and none
+    is measured before its first fold (a fixed number of steps a writer folded at 8 writers and never
+    at 1, on an empty ledger)."""
     # gitledger-fsync-apart: each writer on a ledger of its own, nothing shared: what the machine allows
     engines = [
         "gitledger-fsync",
@@ -365,6 +377,12 @@ def writers(
         engines += ["previous-fsync", "previous-none"] if has_durability(baseline) else ["previous"]
     if with_peers:
         engines += [peer for peer in peers.available() if peer in peers.WRITER_PEERS]
+    steps = make_steps(base)
+    where = work / "writers-start"
+    start = {
+        "git": build_ledger(where, "git", steps) if base else init_repo(where),
+        "sqlite": build_ledger(where, "sqlite", steps),
+    }
     rates: dict[str, list[float]] = {}
     lost: dict[str, int] = {}
     runs = 0
@@ -375,13 +393,13 @@ def writers(
                 runs += 1
                 if engine in peers.PEERS:
                     with peers.peer_store(work / f"w-{engine}-{n}-{runs}", engine) as where:
-                        wall = _run_writers(work, peers.WRITER, engine, where, n, per_writer, ROOT, [])
-                        count = peers.key_count(int(where))
+                        wall, done = _run_writers(work, peers.WRITER, engine, where, n, seconds, ROOT, [])
+                        added = peers.key_count(int(where))
                 else:
-                    wall, count = _store_writers(work, engine, n, per_writer, runs, baseline)
+                    wall, done, added = _store_writers(work, engine, n, seconds, runs, baseline, start, base)
                 name = f"{engine}@{n}"
-                rates.setdefault(name, []).append(n * per_writer / wall)
-                lost[name] = lost.get(name, 0) + n * per_writer - count
+                rates.setdefault(name, []).append(done / wall)
+                lost[name] = lost.get(name, 0) + done - added
     return {
         name: {"steps_per_s": statistics.median(rate), "runs": rate, "lost": lost[name]}
         for name, rate in sorted(rates.items())
@@ -389,28 +407,39 @@ def writers(
 
 
 def _store_writers(
-    work: Path, engine: str, n: int, per_writer: int, runs: int, baseline: Path | None
-) -> tuple[float, int]:
-    """(wall time, entries counted afterwards) of ``n`` writers of a ``Store`` engine."""
+    work: Path,
+    engine: str,
+    n: int,
+    seconds: float,
+    runs: int,
+    baseline: Path | None,
+    start: dict[str, Path],
+    base: int,
+) -> tuple[float, int, int]:
+    """(wall time, steps the writers did, entries the ledger gained) of ``n`` writers of a ``Store``
+    engine, on a copy of the starting ledger of its kind (``start``: "git", "sqlite") of ``base``
+    entries."""
     keeper = None
     if engine.startswith("sqlite"):
         path = work / f"w-{engine}-{n}-{runs}.db"
+        shutil.copyfile(start["sqlite"], path)
         # a connection open through the run keeps the log the writers reuse in place
         keeper = SqliteStore(path)
         keeper.reuse_wal()
     elif engine.endswith("-apart"):  # one repository per writer, w0 ... (the writer adds /w<id>)
         path = work / f"w-{engine}-{n}-{runs}"
-        ledgers = [init_repo(path / f"w{w}") for w in range(n)]
+        ledgers = [shutil.copytree(start["git"], path / f"w{w}", symlinks=True) for w in range(n)]
     else:
-        path = init_repo(work / f"w-{engine}-{n}-{runs}")
+        path = shutil.copytree(start["git"], work / f"w-{engine}-{n}-{runs}", symlinks=True)
         ledgers = [path]
     tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
     flags = ["-S"] if engine.startswith("previous") else []
-    wall = _run_writers(work, WRITER, engine, str(path), n, per_writer, tree, flags)
+    wall, done = _run_writers(work, WRITER, engine, str(path), n, seconds, tree, flags)
     if keeper is not None:  # SQLite: counted on the connection that kept the log
         count = keeper.count()
         keeper.close()
-        return wall, count
+        path.unlink()
+        return wall, done, count - base
     # counted by this checkout's reader (it reads the previous engine's ledgers too)
     count = 0
     for ledger in ledgers:
@@ -421,20 +450,21 @@ def _store_writers(
             capture_output=True,
             check=True,
         )
-        count += len(json.loads(listed.stdout))
-    return wall, count
+        count += len(json.loads(listed.stdout)) - base
+    shutil.rmtree(path)
+    return wall, done, count
 
 
 def _run_writers(
-    work: Path, script: str, engine: str, where: str, n: int, per_writer: int, tree: Path, flags: list[str]
-) -> float:
-    """Start ``n`` writer processes of ``script`` together; the wall time from the first one's start
-    to the last one's end."""
+    work: Path, script: str, engine: str, where: str, n: int, seconds: float, tree: Path, flags: list[str]
+) -> tuple[float, int]:
+    """Start ``n`` writer processes of ``script`` together, each stepping for ``seconds``: (the wall
+    time from the first one's start to the last one's end, the steps they did in all)."""
     start_at = time.time() + 1.0 + 0.2 * n
     env = bench_env({"PYTHONPATH": str(tree)})
     procs = [
         subprocess.Popen(
-            [PY, *flags, "-c", script, engine, where, str(w), str(per_writer), str(start_at), str(tree)],
+            [PY, *flags, "-c", script, engine, where, str(w), str(seconds), str(start_at), str(tree)],
             env=env,
             cwd=work,
             stdout=subprocess.PIPE,
@@ -449,7 +479,7 @@ def _run_writers(
         if proc.returncode != 0:
             raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
         spans.append(json.loads(out.strip().splitlines()[-1]))
-    return float(max(s[1] for s in spans) - min(s[0] for s in spans))
+    return float(max(s[1] for s in spans) - min(s[0] for s in spans)), sum(int(s[2]) for s in spans)
 
 
 def has_durability(tree: Path) -> bool:
@@ -534,7 +564,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--reps", type=int, default=150)
     parser.add_argument("--writers", default="1,2,4,8")
-    parser.add_argument("--per-writer", type=int, default=300)
+    parser.add_argument(
+        "--writer-seconds", type=float, default=2.0, help="how long the writers of a run step (default 2)"
+    )
+    parser.add_argument(
+        "--writer-base",
+        type=int,
+        default=GROWTH_BASE,
+        help=f"entries of the ledger every writers' run starts from (default {GROWTH_BASE})",
+    )
     parser.add_argument("--writer-rounds", type=int, default=1, help="interleaved rounds of the writers")
     parser.add_argument(
         "--only",
@@ -562,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.large, args.rounds, args.reps, args.per_writer, args.growth = 10_000, 3, 80, 150, 500
+        args.large, args.rounds, args.reps, args.writer_seconds, args.growth = 10_000, 3, 80, 1.0, 500
         args.sustained_steps, args.sustained_rounds = 200, 1
     use_isolated_git()
     work = Path(tempfile.mkdtemp(prefix="gitledger-bench-store-"))
@@ -574,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
             rounds=args.rounds,
             reps=args.reps,
             writer_counts=[int(n) for n in args.writers.split(",")],
-            per_writer=args.per_writer,
+            writer_seconds=args.writer_seconds,
+            writer_base=args.writer_base,
             writer_rounds=args.writer_rounds,
             growth_steps=args.growth,
             growth_base=args.growth_base,
@@ -601,7 +640,8 @@ def run(
     rounds: int = 6,
     reps: int = 150,
     writer_counts: list[int] | tuple[int, ...] = (1, 2, 4, 8),
-    per_writer: int = 300,
+    writer_seconds: float = 2.0,
+    writer_base: int = GROWTH_BASE,
     writer_rounds: int = 1,
     growth_steps: int = 2000,
     growth_base: int = GROWTH_BASE,
@@ -623,8 +663,11 @@ def run(
         report["sustained"] = sustained(work, large, sustained_rounds, sustained_steps)
         report["sustained_steps"], report["sustained_rounds"] = sustained_steps, sustained_rounds
     if "writers" in parts:
-        report["writers"] = writers(work, list(writer_counts), per_writer, writer_rounds, tree, with_peers)
-        report["per_writer"], report["writer_rounds"] = per_writer, writer_rounds
+        report["writers"] = writers(
+            work, list(writer_counts), writer_seconds, writer_base, writer_rounds, tree, with_peers
+        )
+        report["writer_seconds"], report["writer_base"] = writer_seconds, writer_base
+        report["writer_rounds"] = writer_rounds
     if "growth" in parts:
         report["growth"] = growth(work, growth_steps)
         if growth_base:

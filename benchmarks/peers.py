@@ -169,15 +169,17 @@ WRITER = (
     PEER_SETUP
     + """
 import json, sys, time
-engine, where, wid, n, start_at = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+engine, where, wid = sys.argv[1], sys.argv[2], sys.argv[3]
+seconds, start_at = float(sys.argv[4]), float(sys.argv[5])
 step = setup(engine, where)
-keys = [f"w{wid}-s{i}" for i in range(n)]
 while time.time() < start_at:
     time.sleep(0.001)
 t0 = time.time()
-for key in keys:
-    step(key)
-print(json.dumps([t0, time.time()]))
+done = 0
+while time.time() < start_at + seconds:
+    step(f"w{wid}-s{done}")
+    done += 1
+print(json.dumps([t0, time.time(), done]))
 """
 )
 

@@ -304,10 +304,12 @@ def render_store(store: dict[str, Any]) -> list[str]:
     if writers:
         counts = sorted({int(name.split("@")[1]) for name in writers})
         add(
-            f"Writer processes on one ledger, {store.get('per_writer', '?')} fresh steps each on their own "
-            f"keys, started together; steps/s over the group's wall time, median of "
-            f"{store.get('writer_rounds', '?')} interleaved rounds; *lost*: steps missing from the ledger "
-            "afterwards (all rounds). `gitledger-fsync-apart` is the ceiling the machine sets: each "
+            f"Writer processes on one ledger, fresh steps on their own keys for "
+            f"{store.get('writer_seconds', '?')} s, started together, every run on a copy of one ledger of "
+            f"{store.get('writer_base', '?'):,} entries (the peers on an empty store); steps/s: the steps "
+            f"done over the group's wall time, median of {store.get('writer_rounds', '?')} interleaved "
+            "rounds; *lost*: steps missing from the ledger afterwards (all rounds). "
+            "`gitledger-fsync-apart` is the ceiling the machine sets: each "
             "writer on a ledger of its own, sharing nothing (not a way to run gitledger: one task's steps "
             "share a ledger).\n"
         )

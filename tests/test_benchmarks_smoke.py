@@ -117,9 +117,12 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
             cell = store["in_process"][f"{engine}@{size}"]
             assert _finite(cell["fresh"]) and _finite(cell["done"])
             assert [len(cell["rounds"][what]) for what in ("fresh", "done")] == [store["rounds"]] * 2
-        for n in (1, 2):
+        for n in (1, 2):  # from a copy of one ledger of writer_base entries: every step counted on top
             assert _finite(store["writers"][f"{engine}@{n}"]["steps_per_s"])
+            assert store["writers"][f"{engine}@{n}"]["steps_per_s"] > 0
             assert store["writers"][f"{engine}@{n}"]["lost"] == 0
+    assert (store["writer_base"], store["writer_seconds"]) == (20, 0.2)
+    assert "on a copy of one ledger of 20 entries" in report
     for engine, cell in store["sustained"].items():  # fresh steps in one process, folds included
         assert _finite(cell["mean_ms"]) and _finite(cell["median_ms"]) and len(cell["mean"]) == 1, engine
     assert "| engine | mean (folds included) |" in report
