@@ -37,6 +37,8 @@ on the shared cores hits all alike; read the ratios, not the absolute figures.
   state, folds included. steps/s = the steps done over the wall time of the whole group (the median of
   ``--writer-rounds``); the ledger is counted afterwards (nothing may be lost). SQLite's log is
   reused in place here too (a connection of this process keeps it through the run).
+  ``gitledger-fsync-apart``, the machine's ceiling, gives each writer a ledger of its own that folds
+  after 1/n of the events: the same work as one shared ledger, nothing shared.
 - **growth**: ``--growth`` fresh steps into an empty repository, by this engine and the previous one,
   and by this engine into a ledger of ``--growth-base`` entries (10 000 by default, the size of the
   issue's own measurements): bytes of ``.git`` added per entry as written (after a flush) and after
@@ -420,6 +422,7 @@ def _store_writers(
     engine, on a copy of the starting ledger of its kind (``start``: "git", "sqlite") of ``base``
     entries."""
     keeper = None
+    env: dict[str, str] = {}
     if engine.startswith("sqlite"):
         path = work / f"w-{engine}-{n}-{runs}.db"
         shutil.copyfile(start["sqlite"], path)
@@ -429,12 +432,15 @@ def _store_writers(
     elif engine.endswith("-apart"):  # one repository per writer, w0 ... (the writer adds /w<id>)
         path = work / f"w-{engine}-{n}-{runs}"
         ledgers = [shutil.copytree(start["git"], path / f"w{w}", symlinks=True) for w in range(n)]
+        # each ledger folds after 1/n of the events, so the n of them fold as often as one shared
+        # ledger would: the same work, nothing shared (a fold costs per event, not per fold)
+        env = {"GITLEDGER_FOLD_EVENTS": str(max(1, FOLD_EVENTS // n))}
     else:
         path = shutil.copytree(start["git"], work / f"w-{engine}-{n}-{runs}", symlinks=True)
         ledgers = [path]
     tree = baseline if engine.startswith("previous") and baseline is not None else ROOT
     flags = ["-S"] if engine.startswith("previous") else []
-    wall, done = _run_writers(work, WRITER, engine, str(path), n, seconds, tree, flags)
+    wall, done = _run_writers(work, WRITER, engine, str(path), n, seconds, tree, flags, env)
     if keeper is not None:  # SQLite: counted on the connection that kept the log
         count = keeper.count()
         keeper.close()
@@ -456,12 +462,21 @@ def _store_writers(
 
 
 def _run_writers(
-    work: Path, script: str, engine: str, where: str, n: int, seconds: float, tree: Path, flags: list[str]
+    work: Path,
+    script: str,
+    engine: str,
+    where: str,
+    n: int,
+    seconds: float,
+    tree: Path,
+    flags: list[str],
+    extra: dict[str, str] | None = None,
 ) -> tuple[float, int]:
     """Start ``n`` writer processes of ``script`` together, each stepping for ``seconds``: (the wall
-    time from the first one's start to the last one's end, the steps they did in all)."""
+    time from the first one's start to the last one's end, the steps they did in all); ``extra``:
+    more of their environment."""
     start_at = time.time() + 1.0 + 0.2 * n
-    env = bench_env({"PYTHONPATH": str(tree)})
+    env = bench_env({"PYTHONPATH": str(tree), **(extra or {})})
     procs = [
         subprocess.Popen(
             [PY, *flags, "-c", script, engine, where, str(w), str(seconds), str(start_at), str(tree)],

@@ -310,7 +310,8 @@ def render_store(store: dict[str, Any]) -> list[str]:
             f"done over the group's wall time, median of {store.get('writer_rounds', '?')} interleaved "
             "rounds; *lost*: steps missing from the ledger afterwards (all rounds). "
             "`gitledger-fsync-apart` is the ceiling the machine sets: each "
-            "writer on a ledger of its own, sharing nothing (not a way to run gitledger: one task's steps "
+            "writer on a ledger of its own, sharing nothing, each folding after 1/n of the events (so the n "
+            "ledgers fold as often as one shared ledger; not a way to run gitledger: one task's steps "
             "share a ledger).\n"
         )
         add(

@@ -50,7 +50,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             "large": 100_000,
             "rounds": 3,
             "reps": 100,
-            "writer_seconds": 2.0,
+            "writer_seconds": 3.0,
             "writer_base": 10_000,
             "writer_rounds": 3,
             "growth_steps": 3_072,  # three folds of 2 048 events: one would flatter the as-written bytes
