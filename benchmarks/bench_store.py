@@ -380,10 +380,10 @@ def writers(
     if with_peers:
         engines += [peer for peer in peers.available() if peer in peers.WRITER_PEERS]
     steps = make_steps(base)
-    where = work / "writers-start"
+    origin = work / "writers-start"
     start = {
-        "git": build_ledger(where, "git", steps) if base else init_repo(where),
-        "sqlite": build_ledger(where, "sqlite", steps),
+        "git": build_ledger(origin, "git", steps) if base else init_repo(origin),
+        "sqlite": build_ledger(origin, "sqlite", steps),
     }
     rates: dict[str, list[float]] = {}
     lost: dict[str, int] = {}

@@ -274,3 +274,34 @@ def test_sustained_rows_compare_and_are_never_targets() -> None:
     assert "the mean of 2048 steps" in fsync["target"] and "1,000 entries" in fsync["target"]
     # means 0.55 vs 0.50; rounds 0.50/0.50, 0.60/0.50, 0.55/0.40
     assert fsync["measured"] == "1.10x (0.550 vs 0.500 ms; round by round 1.00 to 1.38x)"
+
+
+def test_writer_parts_benchmark_times_every_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``benchmarks/bench_writer_parts.py`` (the CPU of a step by part and writer count) runs end to end."""
+    from benchmarks import bench_writer_parts
+
+    out = tmp_path / "parts.json"
+    argv = ["--writers", "1,2", "--seconds", "0.3", "--base", "20", "--rounds", "1", "--fold-sizes", "8"]
+    assert bench_writer_parts.main([*argv, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    timed = {f"{cls}.{name}" for _, cls, name in bench_writer_parts.PARTS}
+    for n in ("1", "2"):
+        (run,) = report["parts"][n]
+        assert run["steps"] > 0 and _finite(run["steps_per_s"]) and run["cpu_us"] > 0, run
+        assert set(run["parts"]) == timed
+        # every step loads its entry and appends its claim and its outcome
+        assert run["parts"]["GitStore.load"]["calls"] >= 1 and run["parts"]["GitStore.append"]["calls"] == 2
+        assert all(cell["cpu_us"] <= cell["wall_us"] + 1 for cell in run["parts"].values())
+    (fold,) = report["folds"]["8"]
+    assert _finite(fold) and fold > 0
+    assert "a fold of 8 events" in capsys.readouterr().out
+
+
+def test_writer_parts_benchmark_refuses_bad_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import bench_writer_parts
+
+    for argv in (["--writers", "one"], ["--writers", "0"], ["--fold-sizes", "1,x"], ["--seconds", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            bench_writer_parts.main(argv)
+        assert exc.value.code == 2
+        assert "error:" in capsys.readouterr().err
