@@ -363,9 +363,8 @@ def writers(
     the peers that are installed and run concurrent writers, ``peers.WRITER_PEERS``).
 
     Every run starts from a copy of one ledger of ``base`` entries (the peers from an empty store) and
-    its writers step for ``seconds``: each writer count does the same work on the same state, and none
-    is measured before its first fold (a fixed number of steps a writer folded at 8 writers and never
-    at 1, on an empty ledger)."""
+    its writers step for ``seconds``: each writer count does the same work on the same state (a fixed
+    number of steps a writer, on an empty ledger, folded at 8 writers and never at 1)."""
     # gitledger-fsync-apart: each writer on a ledger of its own, nothing shared: what the machine allows
     engines = [
         "gitledger-fsync",
