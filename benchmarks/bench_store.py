@@ -70,7 +70,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import peers  # noqa: E402
 from benchmarks.ab import export  # noqa: E402
 from benchmarks.build import build_git, build_items, make_steps  # noqa: E402
-from benchmarks.common import PY, bench_env, init_repo, use_isolated_git  # noqa: E402
+from benchmarks.common import PY, bench_env, init_repo, run_together, use_isolated_git  # noqa: E402
 from benchmarks.ledgers import SqliteStore  # noqa: E402
 from benchmarks.report import STORE_ENGINES, store_targets  # noqa: E402
 from gitledger.git.repo import GitRepo  # noqa: E402
@@ -476,23 +476,11 @@ def _run_writers(
     more of their environment."""
     start_at = time.time() + 1.0 + 0.2 * n
     env = bench_env({"PYTHONPATH": str(tree), **(extra or {})})
-    procs = [
-        subprocess.Popen(
-            [PY, *flags, "-c", script, engine, where, str(w), str(seconds), str(start_at), str(tree)],
-            env=env,
-            cwd=work,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+    commands = [
+        [PY, *flags, "-c", script, engine, where, str(w), str(seconds), str(start_at), str(tree)]
         for w in range(n)
     ]
-    spans = []
-    for proc in procs:
-        out, err = proc.communicate()
-        if proc.returncode != 0:
-            raise RuntimeError(f"{engine} writer failed: {err[-2000:]}")
-        spans.append(json.loads(out.strip().splitlines()[-1]))
+    spans = run_together(commands, env, work, f"{engine} writer")
     return float(max(s[1] for s in spans) - min(s[0] for s in spans)), sum(int(s[2]) for s in spans)
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: the checkout's root on the pat
 
 from benchmarks.bench_store import build_ledger
 from benchmarks.build import make_steps
-from benchmarks.common import PY, ROOT, bench_env, use_isolated_git
+from benchmarks.common import PY, ROOT, bench_env, run_together, use_isolated_git
 from gitledger.core.checks import LedgerCheck
 from gitledger.core.keys import StepKey
 from gitledger.core.protocol import ActionResult, StepRunner
@@ -106,23 +105,11 @@ def parts_run(start: Path, work: Path, n: int, seconds: float) -> dict[str, Any]
         start_at = time.time() + 1.0 + 0.2 * n
         env = bench_env({"PYTHONPATH": str(ROOT)})
         spec = json.dumps(PARTS)
-        procs = [
-            subprocess.Popen(
-                [PY, "-c", WRITER, str(path), str(w), str(seconds), str(start_at), str(ROOT), spec],
-                env=env,
-                cwd=work,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+        commands = [
+            [PY, "-c", WRITER, str(path), str(w), str(seconds), str(start_at), str(ROOT), spec]
             for w in range(n)
         ]
-        got = []
-        for proc in procs:
-            out, err = proc.communicate()
-            if proc.returncode != 0:
-                raise RuntimeError(f"a writer failed: {err[-2000:]}")
-            got.append(json.loads(out.strip().splitlines()[-1]))
+        got = run_together(commands, env, work, "a writer")
     finally:
         shutil.rmtree(path, ignore_errors=True)
     steps = sum(int(g["done"]) for g in got)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
@@ -132,6 +133,24 @@ def init_repo(path: Path) -> Path:
     git("add", "README", cwd=path)
     git("commit", "-q", "-m", "initial", cwd=path)
     return path
+
+
+def run_together(commands: list[list[str]], env: Mapping[str, str], cwd: Path, what: str) -> list[Any]:
+    """Start every command at once (concurrent writers); the JSON each printed on its last line, in
+    order. A command that fails raises RuntimeError with ``what`` and the end of its stderr."""
+    procs = [
+        subprocess.Popen(
+            command, env=dict(env), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for command in commands
+    ]
+    got = []
+    for proc in procs:
+        out, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{what} failed: {err[-2000:]}")
+        got.append(json.loads(out.strip().splitlines()[-1]))
+    return got
 
 
 def timed(fn: Callable[[], object]) -> float:
