@@ -282,7 +282,12 @@ def test_writer_parts_benchmark_times_every_part(tmp_path: Path, capsys: pytest.
 
     out = tmp_path / "parts.json"
     argv = ["--writers", "1,2", "--seconds", "0.3", "--base", "20", "--rounds", "1", "--fold-sizes", "8"]
-    assert bench_writer_parts.main([*argv, "--json", str(out)]) == 0
+    saved = dict(os.environ)  # main() points this process's git at the benchmarks' identity
+    try:
+        assert bench_writer_parts.main([*argv, "--json", str(out)]) == 0
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
     report = json.loads(out.read_text())
     timed = {f"{cls}.{name}" for _, cls, name in bench_writer_parts.PARTS}
     for n in ("1", "2"):
