@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -57,20 +58,26 @@ def test_sqlite_baseline_reuses_its_log_in_place(tmp_path: Path) -> None:
     store.close()
 
 
+@pytest.fixture
+def kept_environ() -> Iterator[None]:
+    """The benchmarks' ``main`` functions point this process's git at their own identity
+    (``use_isolated_git``); the tests after them in the same worker must not commit as it."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 def _finite(value: object) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value >= 0
 
 
+@pytest.mark.usefixtures("kept_environ")
 def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     from benchmarks import run
 
-    saved = dict(os.environ)
-    try:
-        out = tmp_path / "out"
-        assert run.main(["--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")]) == 0
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    out = tmp_path / "out"
+    assert run.main(["--smoke", "--out", str(out), "--workdir", str(tmp_path / "work")]) == 0
     data = json.loads((out / "report.json").read_text())
     report = (out / "report.md").read_text()
     assert report.startswith("# gitledger benchmark report")
@@ -226,6 +233,7 @@ def test_fdatasync_benchmark_refuses_bad_counts(capsys: pytest.CaptureFixture[st
         assert "error:" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("kept_environ")
 def test_ab_compares_two_revisions_and_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
     """``benchmarks/ab.py`` (what fix commits quote) runs end to end and removes its work directory."""
     import tempfile
@@ -233,12 +241,7 @@ def test_ab_compares_two_revisions_and_leaves_nothing_behind(capsys: pytest.Capt
     from benchmarks import ab
 
     before = set(Path(tempfile.gettempdir()).glob("gitledger-ab-*"))
-    saved = dict(os.environ)
-    try:
-        assert ab.main(["HEAD", "HEAD", "--rounds", "2", "--size", "20", "--reps", "3"]) == 0
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    assert ab.main(["HEAD", "HEAD", "--rounds", "2", "--size", "20", "--reps", "3"]) == 0
     assert set(Path(tempfile.gettempdir()).glob("gitledger-ab-*")) == before
     printed = capsys.readouterr().out
     for metric in ("floor", "skip", "fresh", "in_skip", "in_fresh", "cpu_fresh"):
@@ -276,18 +279,14 @@ def test_sustained_rows_compare_and_are_never_targets() -> None:
     assert fsync["measured"] == "1.10x (0.550 vs 0.500 ms; round by round 1.00 to 1.38x)"
 
 
+@pytest.mark.usefixtures("kept_environ")
 def test_writer_parts_benchmark_times_every_part(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``benchmarks/bench_writer_parts.py`` (the CPU of a step by part and writer count) runs end to end."""
     from benchmarks import bench_writer_parts
 
     out = tmp_path / "parts.json"
     argv = ["--writers", "1,2", "--seconds", "0.3", "--base", "20", "--rounds", "1", "--fold-sizes", "8"]
-    saved = dict(os.environ)  # main() points this process's git at the benchmarks' identity
-    try:
-        assert bench_writer_parts.main([*argv, "--json", str(out)]) == 0
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    assert bench_writer_parts.main([*argv, "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     timed = {f"{cls}.{name}" for _, cls, name in bench_writer_parts.PARTS}
     for n in ("1", "2"):
