@@ -114,7 +114,7 @@ def parts_run(start: Path, work: Path, n: int, seconds: float) -> dict[str, Any]
         shutil.rmtree(path, ignore_errors=True)
     steps = sum(int(g["done"]) for g in got)
     wall = max(g["span"][1] for g in got) - min(g["span"][0] for g in got)
-    cpu_us = sum(float(g["cpu"]) for g in got) / max(steps, 1) * 1e6
+    cpu_us = sum(float(g["cpu"]) for g in got) * 1e6 / max(steps, 1)
     parts: dict[str, dict[str, float]] = {}
     for g in got:
         for name, (cpu, spent, calls) in g["parts"].items():
@@ -122,10 +122,11 @@ def parts_run(start: Path, work: Path, n: int, seconds: float) -> dict[str, Any]
             cell["cpu_us"] += cpu
             cell["wall_us"] += spent
             cell["calls"] += calls
+    per_step = 1 / max(steps, 1)
     for cell in parts.values():
-        cell["cpu_us"] *= 1e6 / max(steps, 1)
-        cell["wall_us"] *= 1e6 / max(steps, 1)
-        cell["calls"] /= max(steps, 1)
+        cell["cpu_us"] *= 1e6 * per_step
+        cell["wall_us"] *= 1e6 * per_step
+        cell["calls"] *= per_step
     rate = steps / wall
     return {
         "steps_per_s": rate,
