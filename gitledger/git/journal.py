@@ -62,8 +62,10 @@ from gitledger.core.errors import GitError
 from gitledger.git.journal_format import DAMAGED_PREFIX, Record, decode, sort_leftovers, split_torn
 from gitledger.git.journal_io import (
     FIRST_READ,
+    keep_aside,
     open_noatime,
     read_to_zero,
+    remove_leftovers,
     sync_dir,
     sync_later,
     sync_left,
@@ -462,29 +464,9 @@ class Journal:
         )
 
     def keep_aside(self, pieces: list[bytes]) -> None:
-        """Append ``pieces`` (torn writes, damaged lines), each ending in a newline, to
-        ``gitledger.journal.torn``, synced with the journal's durability: the journal drops them next.
-
-        Unless the file already ends with exactly these pieces: a repair, rotation or fold killed after
-        keeping them and before the journal dropped them keeps the same pieces again when it is run
-        again (each torn write holds its own checksum and random event id, so two different ones are
-        not the same bytes)."""
-        block = b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces)
-        try:
-            with open(self.torn_path, "a+b") as fh:
-                size = fh.seek(0, os.SEEK_END)
-                if size >= len(block):
-                    fh.seek(size - len(block))
-                    if fh.read(len(block)) == block:
-                        return
-                fh.write(block)
-                if self.durable:
-                    os.fsync(fh.fileno())
-        except OSError as exc:  # nothing is dropped from the journal then
-            raise GitError(
-                f"cannot keep torn journal lines in {self.torn_path} ({exc.strerror}); make it a writable "
-                "file (or move it away), then try again"
-            ) from exc
+        """Append ``pieces`` (torn writes, damaged lines) to ``gitledger.journal.torn``, synced with
+        the journal's durability: the journal drops them next (:func:`journal_io.keep_aside`)."""
+        keep_aside(self.torn_path, pieces, self.durable)
 
     def _leftovers(self, *, behind_zeros: bool = False) -> tuple[bytes, list[bytes]]:
         """(what follows the last good line, its runs of bytes other than zeros but the mark of a
@@ -661,7 +643,7 @@ class Journal:
         """Replace the file by one holding ``content`` (written and synced aside, then renamed over
         it); the readers that keep this file open learn it by the line :data:`ROTATED` after its
         last good line. Crash points ``<fault>-rotate`` and ``<fault>-marked``."""
-        self._remove_leftovers()
+        remove_leftovers(self.path)
         tmp = f"{self.path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -679,17 +661,6 @@ class Journal:
             sync_dir(self.path)
         self._close_fd()
         self._reset()
-
-    def _remove_leftovers(self) -> None:
-        """Remove the ``JOURNAL.<pid>.tmp`` files of rotations killed before their rename. Under the
-        exclusive ledger lock no other rotation runs, so every such file is a leftover; its content
-        is still in the journal it was to replace (the rename never happened)."""
-        folder, name = os.path.split(self.path)
-        for entry in os.scandir(folder or "."):
-            rest = entry.name.removeprefix(f"{name}.")
-            if rest != entry.name and rest.endswith(".tmp") and rest[: -len(".tmp")].isdigit():
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(entry.path)
 
     def close(self) -> None:
         self._close_fd()

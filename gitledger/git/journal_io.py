@@ -2,8 +2,11 @@
 the records, writing in place, syncing the file (at once or later) and the folder."""
 
 import atexit
+import contextlib
 import os
 import sys
+
+from gitledger.core.errors import GitError
 
 FIRST_READ = 1024  # what a refresh reads first (a reader that is up to date finds a zero in it)
 
@@ -60,6 +63,44 @@ def sync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def keep_aside(path: str, pieces: list[bytes], durable: bool) -> None:
+    """Append ``pieces`` (torn writes, damaged lines), each ending in a newline, to the file ``path``
+    (``gitledger.journal.torn``), then ``fsync`` it when ``durable``.
+
+    Unless the file already ends with exactly these pieces: a repair, rotation or fold killed after
+    keeping them and before the journal dropped them keeps the same pieces again when it is run
+    again (each torn write holds its own checksum and random event id, so two different ones are
+    not the same bytes)."""
+    block = b"".join(piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces)
+    try:
+        with open(path, "a+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            if size >= len(block):
+                fh.seek(size - len(block))
+                if fh.read(len(block)) == block:
+                    return
+            fh.write(block)
+            if durable:
+                os.fsync(fh.fileno())
+    except OSError as exc:  # nothing is dropped from the journal then
+        raise GitError(
+            f"cannot keep torn journal lines in {path} ({exc.strerror}); make it a writable file (or move "
+            "it away), then try again"
+        ) from exc
+
+
+def remove_leftovers(path: str) -> None:
+    """Remove the ``<path>.<pid>.tmp`` files of journal rotations killed before their rename. Only
+    under the exclusive ledger lock: no other rotation runs then, so every such file is a leftover
+    (its content is still in the journal it was to replace: the rename never happened)."""
+    folder, name = os.path.split(path)
+    for entry in os.scandir(folder or "."):
+        rest = entry.name.removeprefix(f"{name}.")
+        if rest != entry.name and rest.endswith(".tmp") and rest[: -len(".tmp")].isdigit():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
 
 
 _CHUNK = 64 * 1024
