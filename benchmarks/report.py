@@ -182,6 +182,7 @@ def store_targets(store: dict[str, Any]) -> list[dict[str, Any]]:
                 met = top >= 2000 and rising and lost == 0
             measured = " → ".join(f"{r:,.0f}" for r in rates) + f" steps/s; {lost} lost"
             rows.append({"target": target, "measured": measured, "met": met})
+        rows += _last_step_rows(writers)
     for growth in (store.get("growth"), store.get("growth_large")):
         if not growth:
             continue
@@ -208,6 +209,31 @@ def _round_range(ours: list[float], theirs: list[float]) -> str:
         return ""
     ratios = sorted(ratio(x, y) for x, y in zip(ours, theirs, strict=True))
     return f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x"
+
+
+def _last_step_rows(writers: dict[str, Any]) -> list[dict[str, Any]]:
+    """The last step up in writers (4 to 8 in a full run), round by round, for the default engine, the
+    ceiling (nothing shared) and bare SQLite: whether the machine lets anything rise there."""
+    counts = sorted({int(name.split("@")[1]) for name in writers})
+    if len(counts) < 2:
+        return []
+    low, high = counts[-2], counts[-1]
+    shown = []
+    for engine, label in (
+        ("gitledger-fsync", "gitledger `fsync`"),
+        ("gitledger-fsync-apart", "the ceiling (a ledger per writer, nothing shared)"),
+        ("sqlite-full", "SQLite FULL"),
+        ("sqlite-normal", "SQLite NORMAL"),
+    ):
+        a, b = writers.get(f"{engine}@{low}"), writers.get(f"{engine}@{high}")
+        if a and b and len(a["runs"]) == len(b["runs"]):
+            steps = [f"{y / x:.2f}" for x, y in zip(a["runs"], b["runs"], strict=True)]
+            shown.append(f"{label} {', '.join(steps)}")
+    if not shown:
+        return []
+    target = f"for comparison, no target: {low} → {high} writers, steps/s at {high} over steps/s at {low}, "
+    target += "round by round"
+    return [{"target": target, "measured": "; ".join(shown), "met": None}]
 
 
 def _sustained_rows(store: dict[str, Any]) -> list[dict[str, Any]]:

@@ -136,6 +136,11 @@ def test_every_benchmark_runs_and_reports(tmp_path: Path) -> None:
     for n in (1, 2):  # the machine's ceiling: each writer on a ledger of its own, all counted
         assert store["writers"][f"gitledger-fsync-apart@{n}"]["lost"] == 0
     assert "| gitledger-fsync-apart |" in report
+    # the last step up in writers, round by round, for gitledger and for what shares nothing
+    (step_up,) = [t for t in data["targets"] if "1 → 2 writers, steps/s at 2 over" in t["target"]]
+    fsync = [store["writers"][f"gitledger-fsync@{n}"]["runs"][0] for n in (1, 2)]
+    assert step_up["met"] is None and f"gitledger `fsync` {fsync[1] / fsync[0]:.2f}" in step_up["measured"]
+    assert "the ceiling (a ledger per writer, nothing shared) " in step_up["measured"]
     assert store["growth"]["entries"] == 5 and _finite(store["growth"]["bytes_per_entry_after_gc"])
     large = store["growth_large"]  # the same steps into a ledger that held entries before
     assert (large["entries"], large["ledger_before"]) == (5, 50) and _finite(large["bytes_per_entry_written"])
