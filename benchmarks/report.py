@@ -211,10 +211,15 @@ def _round_range(ours: list[float], theirs: list[float]) -> str:
     return f"; round by round {ratios[0]:.2f} to {ratios[-1]:.2f}x"
 
 
+def _writer_counts(writers: dict[str, Any]) -> list[int]:
+    """The writer counts measured, in order (cells are named ``engine@count``)."""
+    return sorted({int(name.split("@")[1]) for name in writers})
+
+
 def _last_step_rows(writers: dict[str, Any]) -> list[dict[str, Any]]:
     """The last step up in writers (4 to 8 in a full run), round by round, for the default engine, the
     ceiling (nothing shared) and bare SQLite: whether the machine lets anything rise there."""
-    counts = sorted({int(name.split("@")[1]) for name in writers})
+    counts = _writer_counts(writers)
     if len(counts) < 2:
         return []
     low, high = counts[-2], counts[-1]
@@ -328,7 +333,7 @@ def render_store(store: dict[str, Any]) -> list[str]:
         add("")
     writers = store.get("writers")
     if writers:
-        counts = sorted({int(name.split("@")[1]) for name in writers})
+        counts = _writer_counts(writers)
         add(
             f"Writer processes on one ledger, fresh steps on their own keys for "
             f"{store.get('writer_seconds', '?')} s, started together, every run on a copy of one ledger of "
